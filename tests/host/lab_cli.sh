@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# scripts/lab itself, from the host: argument checks, exit statuses passed
+# through from exec and run, the project tree at its own path, the timeout,
+# Ctrl-C and guest-panic paths leaving no QEMU or virtiofsd behind, and the
+# console check failing a run whose guest kernel logged a warning.
+# Each `lab run` boots a guest (about 10 s under TCG).
+set -u
+TOP=$(dirname "$(dirname "$(dirname "$(readlink -f "$0")")")")
+. "$TOP/tests/tap.sh"
+LAB=$TOP/scripts/lab
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+
+tap_plan 12
+
+# lab ARGS... : runs scripts/lab, leaves its status in $rc, output in files.
+lab() { "$LAB" "$@" >"$OUT/stdout" 2>"$OUT/stderr"; rc=$?; }
+
+# Processes of the run started by lab process $1 (its run dir ends in -PID).
+leftovers() { pgrep -f -- "runs/[0-9-]*-$1/" || true; }
+
+# 1: argument errors are one clear line and exit 2, before anything boots.
+bad=0 diag=()
+for args in "run --cpus 0 -- true" "run --cpus 65 -- true" "run --mem 12X -- true" \
+	"run --timeout abc -- true" "run --bogus -- true" "run" "exec" "frobnicate"; do
+	# shellcheck disable=SC2086
+	lab $args
+	if [ $rc != 2 ] || ! grep -q "^lab: " "$OUT/stderr"; then
+		bad=1; diag+=("'lab $args' exited $rc: $(head -n1 "$OUT/stderr")")
+	fi
+done
+tap_result $bad "usage_errors_exit_2_with_a_message" "${diag[@]}"
+
+# 2, 3: exec passes CMD's status through.
+lab exec -- false
+tap_result $([ $rc = 1 ]; echo $?) "exec_false_exits_1" "exit $rc"
+lab exec -- sh -c 'exit 7'
+tap_result $([ $rc = 7 ]; echo $?) "exec_passes_exit_status" "exit $rc"
+
+# 4: exec sees the tree at its own path, in the same directory, and builds
+# with the compiler that built the lab kernel.
+cd "$TOP/tests" || exit 1
+lab exec -- sh -c 'pwd; grep -F "CONFIG_CC_VERSION_TEXT=\"$(gcc --version | head -n1)\"" "$KDIR/.config"'
+cd "$TOP" || exit 1
+ok=1
+[ $rc = 0 ] && [ "$(head -n1 "$OUT/stdout")" = "$TOP/tests" ] && ok=0
+tap_result $ok "exec_tree_at_same_path_and_kernel_compiler" "exit $rc" "$(cat "$OUT/stdout" "$OUT/stderr")"
+
+# 5: no mount of the chroot is left on the host afterwards.
+n=$(grep -c " $("$LAB" info | sed -n 's/^lab dir: *//p')/rootfs" /proc/self/mountinfo)
+tap_result $([ "$n" = 0 ]; echo $?) "exec_leaves_no_mounts" "$n mounts of the rootfs remain"
+
+# 6: run passes a failing status through.
+lab run -- false
+tap_result $([ $rc = 1 ]; echo $?) "run_false_exits_1" "exit $rc" "$(cat "$OUT/stderr")"
+
+# 7: run on 8 vCPUs: sched_ext disabled, 8 CPUs, same cwd, writes land on host.
+token=$RANDOM$RANDOM
+lab run --cpus 8 -- sh -c "cat /sys/kernel/sched_ext/state; nproc; pwd; echo $token > build/lab/token"
+ok=1
+[ $rc = 0 ] && [ "$(cat "$OUT/stdout")" = "$(printf 'disabled\n8\n%s' "$TOP")" ] &&
+	[ "$(cat "$TOP/build/lab/token" 2>/dev/null)" = "$token" ] && ok=0
+rm -f "$TOP/build/lab/token"
+tap_result $ok "run_cpus_8_sched_ext_disabled" "exit $rc" "$(cat "$OUT/stdout" "$OUT/stderr")"
+
+# 8: --timeout stops the guest after about that long and leaves nothing.
+start=$SECONDS
+"$LAB" run --timeout 5 -- sleep 60 >"$OUT/stdout" 2>"$OUT/stderr" &
+pid=$!
+wait $pid; rc=$?
+took=$((SECONDS - start))
+left=$(leftovers $pid)
+ok=1
+[ $rc = 124 ] && [ $took -le 15 ] && [ -z "$left" ] && grep -q "timed out after 5 s" "$OUT/stderr" && ok=0
+tap_result $ok "run_timeout_stops_guest" "exit $rc after ${took}s, leftover pids: ${left:-none}" "$(cat "$OUT/stderr")"
+
+# 9: Ctrl-C (SIGINT) stops the guest and leaves nothing.
+"$LAB" run -- sleep 60 >"$OUT/stdout" 2>"$OUT/stderr" &
+pid=$!
+sleep 6
+kill -INT $pid
+wait $pid; rc=$?
+sleep 0.5
+left=$(leftovers $pid)
+tap_result $([ $rc = 130 ] && [ -z "$left" ]; echo $?) "run_sigint_stops_guest" \
+	"exit $rc, leftover pids: ${left:-none}" "$(cat "$OUT/stderr")"
+
+# 10: a kernel warning on the guest console fails the run and is shown.
+lab run -- sh -c 'echo "<4>WARNING: lab selftest marker" >/dev/kmsg'
+ok=1
+[ $rc = 123 ] && grep -q "WARNING: lab selftest marker" "$OUT/stderr" && ok=0
+tap_result $ok "run_fails_on_kernel_warning" "exit $rc" "$(cat "$OUT/stderr")"
+
+# 11: a guest panic ends the run with the lab's own status and leaves nothing.
+"$LAB" run -- sh -c 'echo c >/proc/sysrq-trigger; sleep 30' >"$OUT/stdout" 2>"$OUT/stderr" &
+pid=$!
+wait $pid; rc=$?
+left=$(leftovers $pid)
+ok=1
+[ $rc = 125 ] && [ -z "$left" ] && grep -q "stopped before CMD finished" "$OUT/stderr" && ok=0
+tap_result $ok "run_guest_panic_fails" "exit $rc, leftover pids: ${left:-none}" "$(cat "$OUT/stderr")"
+
+# 12: the console log of the last run is kept under build/.
+tap_result $([ -s "$TOP/build/lab/console.log" ]; echo $?) "run_keeps_console_log" \
+	"build/lab/console.log is missing or empty"
+
+tap_done

@@ -1,0 +1,37 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Tests under tests/ (included by the top-level Makefile):
+#   tests/native/*.c  kselftest-harness programs that need no kernel support,
+#                     run natively (in the lab rootfs) by `make test-native`;
+#   tests/guest/*.c   kselftest-harness programs that need root on a sched_ext
+#                     kernel, run in the lab guest by `make test-guest`;
+#   tests/host/*.sh   TAP scripts that test scripts/lab itself, run on the
+#                     host by scripts/check (only when the lab is used).
+# Other parts add their own tests to NATIVE_TESTS/GUEST_TESTS the same way.
+
+KSFT_CFLAGS = $(BASE_CFLAGS) -I$(KSFT_INC) -Wno-sign-compare
+
+TESTS_NATIVE_SRC := $(wildcard $(TOP)/tests/native/*.c)
+TESTS_GUEST_SRC  := $(wildcard $(TOP)/tests/guest/*.c)
+TESTS_NATIVE_BIN := $(patsubst $(TOP)/tests/native/%.c,$(BUILD)/tests/native/%,$(TESTS_NATIVE_SRC))
+TESTS_GUEST_BIN  := $(patsubst $(TOP)/tests/guest/%.c,$(BUILD)/tests/guest/%,$(TESTS_GUEST_SRC))
+
+ALL          += $(TESTS_NATIVE_BIN) $(TESTS_GUEST_BIN)
+NATIVE_TESTS += $(TESTS_NATIVE_BIN)
+GUEST_TESTS  += $(TESTS_GUEST_BIN)
+
+$(BUILD)/tests/native/%: $(TOP)/tests/native/%.c | ksft-check
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(KSFT_CFLAGS) -o $@ $< $(LDFLAGS)
+
+$(BUILD)/tests/guest/%: $(TOP)/tests/guest/%.c | ksft-check
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(KSFT_CFLAGS) -o $@ $< $(LDFLAGS)
+
+.PHONY: ksft-check
+ksft-check:
+	$(Q)test -f $(KSFT_INC)/kselftest_harness.h || { \
+	  echo "make: kselftest_harness.h not found in KSFT_INC=$(KSFT_INC);" \
+	       "set KSFT_INC to tools/testing/selftests of your kernel source" >&2; exit 1; }
