@@ -13,7 +13,7 @@ LAB=$TOP/scripts/lab
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
-tap_plan 12
+tap_plan 13
 
 # lab ARGS... : runs scripts/lab, leaves its status in $rc, output in files.
 lab() { "$LAB" "$@" >"$OUT/stdout" 2>"$OUT/stderr"; rc=$?; }
@@ -42,7 +42,9 @@ tap_result $([ $rc = 7 ]; echo $?) "exec_passes_exit_status" "exit $rc"
 # 4: exec sees the tree at its own path, in the same directory, and builds
 # with the compiler that built the lab kernel.
 cd "$TOP/tests" || exit 1
-lab exec -- sh -c 'pwd; grep -F "CONFIG_CC_VERSION_TEXT=\"$(gcc --version | head -n1)\"" "$KDIR/.config"'
+# CONFIG_CC_VERSION_TEXT is "x86_64-linux-gnu-gcc-14 (Debian 14.2.0-19) 14.2.0"
+# where gcc --version says "gcc (Debian 14.2.0-19) 14.2.0": compare from "(".
+lab exec -- sh -c 'pwd; v=$(gcc --version | head -n1); grep "^CONFIG_CC_VERSION_TEXT=" "$KDIR/.config" | grep -F "(${v#*(}\""'
 cd "$TOP" || exit 1
 ok=1
 [ $rc = 0 ] && [ "$(head -n1 "$OUT/stdout")" = "$TOP/tests" ] && ok=0
@@ -76,9 +78,12 @@ ok=1
 [ $rc = 124 ] && [ $took -le 15 ] && [ -z "$left" ] && grep -q "timed out after 5 s" "$OUT/stderr" && ok=0
 tap_result $ok "run_timeout_stops_guest" "exit $rc after ${took}s, leftover pids: ${left:-none}" "$(cat "$OUT/stderr")"
 
-# 9: Ctrl-C (SIGINT) stops the guest and leaves nothing.
+# 9: Ctrl-C (SIGINT) stops the guest and leaves nothing. Job control on:
+# a background job of a plain script would start with SIGINT ignored.
+set -m
 "$LAB" run -- sleep 60 >"$OUT/stdout" 2>"$OUT/stderr" &
 pid=$!
+set +m
 sleep 6
 kill -INT $pid
 wait $pid; rc=$?
@@ -102,7 +107,20 @@ ok=1
 [ $rc = 125 ] && [ -z "$left" ] && grep -q "stopped before CMD finished" "$OUT/stderr" && ok=0
 tap_result $ok "run_guest_panic_fails" "exit $rc, leftover pids: ${left:-none}" "$(cat "$OUT/stderr")"
 
-# 12: the console log of the last run is kept under build/.
+# 12: a boot that never reaches init is retried twice, then reported.
+start=$SECONDS
+WSCHED_LAB_BOOT_TIMEOUT=3 WSCHED_LAB_APPEND=rootdelay=120 \
+	"$LAB" run -- true >"$OUT/stdout" 2>"$OUT/stderr" &
+pid=$!
+wait $pid; rc=$?
+left=$(leftovers $pid)
+retries=$(grep -c "retrying the boot" "$OUT/stderr")
+ok=1
+[ $rc = 125 ] && [ "$retries" = 2 ] && [ -z "$left" ] && grep -q "three times" "$OUT/stderr" && ok=0
+tap_result $ok "run_hung_boot_retried_then_fails" "exit $rc after $((SECONDS - start))s," \
+	"$retries retries, leftover pids: ${left:-none}" "$(cat "$OUT/stderr")"
+
+# 13: the console log of the last run is kept under build/.
 tap_result $([ -s "$TOP/build/lab/console.log" ]; echo $?) "run_keeps_console_log" \
 	"build/lab/console.log is missing or empty"
 
