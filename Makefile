@@ -44,6 +44,11 @@ override LAB := 1
 endif
 endif
 export LAB
+# KERNEL=sid: boot Debian sid's kernel in the guest instead of the default
+# (trixie-backports) one; `scripts/lab setup --kernel sid` fetches it.
+ifdef KERNEL
+export WSCHED_LAB_KERNEL := $(KERNEL)
+endif
 LAB_CPUS ?= 4
 LAB_TIMEOUT ?= 1800
 
@@ -70,6 +75,7 @@ help:
 	@echo '  clean        remove build/'
 	@echo
 	@echo 'variables: LAB=auto|0|1 (build in the lab rootfs), V=1 (verbose),'
+	@echo '  KERNEL=default|sid (the kernel the lab guest boots),'
 	@echo '  KDIR (kernel build dir, default /lib/modules/$$(uname -r)/build),'
 	@echo '  CC, CLANG, BPFTOOL, KSFT_INC (kselftest harness headers)'
 
@@ -99,7 +105,7 @@ $(EXEC_TARGETS):
 
 # Built in the rootfs, run in the guest (make there finds the build current).
 $(GUEST_TARGETS):
-	$(Q)$(LABSH) setup --no-update --quiet
+	$(Q)$(LABSH) setup --no-update --quiet $(if $(KERNEL),--kernel $(KERNEL))
 	$(Q)$(LABSH) exec -- $(MAKE) LAB=0 all
 	$(Q)$(LABSH) run --cpus $(LAB_CPUS) --timeout $(LAB_TIMEOUT) -- $(MAKE) LAB=0 $@
 

@@ -13,7 +13,7 @@ LAB=$TOP/scripts/lab
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
-tap_plan 13
+tap_plan 14
 
 # lab ARGS... : runs scripts/lab, leaves its status in $rc, output in files.
 lab() { "$LAB" "$@" >"$OUT/stdout" 2>"$OUT/stderr"; rc=$?; }
@@ -24,7 +24,8 @@ leftovers() { pgrep -f -- "runs/[0-9-]*-$1/" || true; }
 # 1: argument errors are one clear line and exit 2, before anything boots.
 bad=0 diag=()
 for args in "run --cpus 0 -- true" "run --cpus 65 -- true" "run --mem 12X -- true" \
-	"run --timeout abc -- true" "run --bogus -- true" "run" "exec" "frobnicate"; do
+	"run --timeout abc -- true" "run --bogus -- true" "run --kernel bogus -- true" \
+	"setup --kernel bogus" "run" "exec" "frobnicate"; do
 	# shellcheck disable=SC2086
 	lab $args
 	if [ $rc != 2 ] || ! grep -q "^lab: " "$OUT/stderr"; then
@@ -120,7 +121,17 @@ ok=1
 tap_result $ok "run_hung_boot_retried_then_fails" "exit $rc after $((SECONDS - start))s," \
 	"$retries retries, leftover pids: ${left:-none}" "$(cat "$OUT/stderr")"
 
-# 13: the console log of the last run is kept under build/.
+# 13: --kernel sid boots sid's kernel, when the lab has it.
+sidver=$(sed -n 's/^KVER=//p' "$("$LAB" info | sed -n 's/^lab dir: *//p')/rootfs/etc/wsched-lab-kernel-sid" 2>/dev/null)
+if [ -z "$sidver" ]; then
+	tap_skip "run_kernel_sid" "no sid kernel in the lab (scripts/lab setup --kernel sid)"
+else
+	lab run --kernel sid -- uname -r
+	tap_result $([ $rc = 0 ] && [ "$(cat "$OUT/stdout")" = "$sidver" ]; echo $?) "run_kernel_sid" \
+		"exit $rc, want $sidver" "$(cat "$OUT/stdout" "$OUT/stderr")"
+fi
+
+# 14: the console log of the last run is kept under build/.
 tap_result $([ -s "$TOP/build/lab/console.log" ]; echo $?) "run_keeps_console_log" \
 	"build/lab/console.log is missing or empty"
 
