@@ -13,7 +13,7 @@ LAB=$TOP/scripts/lab
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
-tap_plan 14
+tap_plan 15
 
 # lab ARGS... : runs scripts/lab, leaves its status in $rc, output in files.
 lab() { "$LAB" "$@" >"$OUT/stdout" 2>"$OUT/stderr"; rc=$?; }
@@ -131,7 +131,19 @@ else
 		"exit $rc, want $sidver" "$(cat "$OUT/stdout" "$OUT/stderr")"
 fi
 
-# 14: the console log of the last run is kept under build/.
+# 14: a tree under /tmp (where a CI clone may be) is visible in the guest,
+# across the guest's own tmpfs on /tmp; no mount point is left in the rootfs.
+copy=$(mktemp -d /tmp/wsched-labtest.XXXXXX)
+cp -a "$TOP/scripts" "$copy/"
+"$copy/scripts/lab" run -- sh -c 'pwd; test -x scripts/lab-init' >"$OUT/stdout" 2>"$OUT/stderr"; rc=$?
+labdir=$("$LAB" info | sed -n 's/^lab dir: *//p')
+ok=1
+[ $rc = 0 ] && [ "$(cat "$OUT/stdout")" = "$copy" ] && [ ! -e "$labdir/rootfs$copy" ] && ok=0
+tap_result $ok "run_tree_under_tmp" "exit $rc, rootfs$copy $([ -e "$labdir/rootfs$copy" ] && echo left behind)" \
+	"$(cat "$OUT/stdout" "$OUT/stderr")"
+rm -rf "$copy"
+
+# 15: the console log of the last run is kept under build/.
 tap_result $([ -s "$TOP/build/lab/console.log" ]; echo $?) "run_keeps_console_log" \
 	"build/lab/console.log is missing or empty"
 
