@@ -89,3 +89,48 @@ stress-native: ws-stress
 ws-stress: $(WS_NORM_TESTS) $(WS_TSAN_TESTS)
 	$(Q)WSCHED_TEST_SCALE=1000 $(TOP)/tests/run-tests --suite ws-stress $(WS_NORM_TESTS)
 	$(Q)WSCHED_TEST_SCALE=50 $(TOP)/tests/run-tests --suite ws-stress-tsan $(WS_TSAN_TESTS)
+
+# ---------------------------------------------------------------- wsbench
+WS_BENCH_DIR := $(WS_DIR)/bench
+WS_HAVE_TBB  := $(shell test -f /usr/include/oneapi/tbb/task_group.h && echo 1)
+WSBENCH      := $(BUILD)/bin/wsbench
+WS_BENCH_OBJ := $(BUILD)/bench/wsbench.o $(BUILD)/bench/bench_c.o $(BUILD)/bench/bench_omp.o
+WS_BENCH_LIBS := -fopenmp -lm
+ifeq ($(WS_HAVE_TBB),1)
+WS_BENCH_OBJ += $(BUILD)/bench/bench_tbb.o
+WS_BENCH_LIBS += -ltbb
+else
+WS_BENCH_NOTBB := -DWSBENCH_NO_TBB
+endif
+WS_BENCH_CFLAGS = $(WS_CFLAGS) -I$(WS_BENCH_DIR)
+
+$(BUILD)/bench/%.o: $(WS_BENCH_DIR)/%.c $(WS_BENCH_DIR)/bench.h $(WS_BENCH_DIR)/bench_kernels.h $(WS_HDRS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(WS_BENCH_CFLAGS) $(WS_BENCH_NOTBB) -c -o $@ $<
+
+$(BUILD)/bench/bench_omp.o: $(WS_BENCH_DIR)/bench_omp.c $(WS_BENCH_DIR)/bench.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(WS_BENCH_CFLAGS) -fopenmp -Wno-unknown-pragmas -c -o $@ $<
+
+$(BUILD)/bench/bench_tbb.o: $(WS_BENCH_DIR)/bench_tbb.cpp $(WS_BENCH_DIR)/bench.h
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) -std=gnu++17 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter $(CFLAGS) \
+	  -I$(WS_BENCH_DIR) -c -o $@ $<
+
+$(WSBENCH): $(WS_BENCH_OBJ) $(WS_NORM_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) -pthread -o $@ $(WS_BENCH_OBJ) $(WS_NORM_LIB) $(WS_BENCH_LIBS) $(LDFLAGS)
+
+ALL += $(WSBENCH)
+
+# `make bench-lib`: every benchmark on every runtime at 1 and 2 workers (and
+# the machine's CPU count if larger), JSON lines into build/bench/, then a
+# table. WSBENCH_REPEAT and WSBENCH_WORKERS override the defaults.
+.PHONY: wsbench-all
+bench-lib: wsbench-all
+wsbench-all: $(WSBENCH)
+	$(Q)$(WS_BENCH_DIR)/wsbench-all $(WSBENCH) $(BUILD)/bench/wsbench.jsonl
