@@ -8,8 +8,8 @@
  * relaxed store of the slot; no read-modify-write, no fence. Thieves see only
  * [head, split), through the 64-bit word ts = split << 32 | head, and take
  * the oldest public task with one CAS on ts (head + 1), so steals are
- * lock-free. A thief that finds nothing public sets the victim's splitreq;
- * the owner answers at its next spawn by moving split up over the older half
+ * lock-free. A thief that finds nothing public sets bit _WS_REQ_SPLIT of
+ * the victim's req word; the owner answers at its next spawn by moving split up over the older half
  * of its private tasks with a CAS on ts (seq_cst: a release of the slots and
  * frames to thieves, and the store side of the sleeper handshake below).
  *
@@ -52,11 +52,15 @@
  * a searcher that finds work while it was the last searcher wakes one more
  * (ramp-up, as in Go's scheduler).
  *
- * Accepted races, and why they are harmless: spawn reads splitreq and the
- * idle word relaxed, without a fence. A sleeper that parks just as the owner
- * spawned a private task may be missed; private tasks are not stealable
- * anyway until exposed, the owner runs them itself, and its next spawn sees
- * the sleeper and wakes it. The _thief hint may be stale; it only orders the
+ * Spawn reads one word, its own req, relaxed. A worker that parks while
+ * nobody is left searching sets _WS_REQ_WAKE in every worker's req, so the
+ * next spawn anywhere checks the idle word (seq_cst) and wakes a sleeper if
+ * nobody searches; the spawn that handled the hint clears it.
+ *
+ * Accepted races, and why they are harmless: spawn reads req relaxed,
+ * without a fence, so a request or hint set just after it is seen one spawn
+ * later; private tasks are not stealable anyway until exposed, and the owner
+ * runs them itself meanwhile. The _thief hint may be stale; it only orders the
  * victims a waiting owner tries first.
  */
 #include <errno.h>
@@ -80,6 +84,9 @@
 #define WS_DEFAULT_DEQUE	8192u
 #define WS_MAX_DEQUE		(1u << 30)
 #define WS_MAX_WORKERS		4096u
+
+#define IDLE_SLEEPING(v)	((uint32_t)((v) >> 32))
+#define IDLE_SEARCHING(v)	((uint32_t)(v))
 
 #define JOB_DONE		1u
 #define JOB_WAITERS		2u
@@ -115,7 +122,7 @@ struct ws_pool {
 	unsigned max_searching;
 	bool no_spin;
 	size_t stack_size;
-	/* sleeping << 32 | searching; __atomic builtins (read by inline spawn) */
+	/* sleeping << 32 | searching; __atomic builtins */
 	WS_CACHE_ALIGNED uint64_t idle;
 	WS_CACHE_ALIGNED pthread_mutex_t sleep_lock;
 	struct ws_worker *sleepers;
@@ -215,8 +222,21 @@ static inline void maybe_wake(struct ws_pool *p)
 	/* seq_cst: the load side of the producer/sleeper handshake. */
 	uint64_t v = __atomic_load_n(&p->idle, __ATOMIC_SEQ_CST);
 
-	if (_WS_IDLE_SLEEPING(v) && !_WS_IDLE_SEARCHING(v))
+	if (IDLE_SLEEPING(v) && !IDLE_SEARCHING(v))
 		wake_one(p);
+}
+
+/* Ask every worker to check, at its next spawn, whether to wake a sleeper. */
+static void hint_wake(struct ws_pool *p)
+{
+	unsigned i;
+
+	for (i = 0; i < p->nr; i++) {
+		uint32_t *req = &p->w[i]->d.req;
+
+		if (!(__atomic_load_n(req, __ATOMIC_RELAXED) & _WS_REQ_WAKE))
+			__atomic_fetch_or(req, _WS_REQ_WAKE, __ATOMIC_RELAXED);
+	}
 }
 
 /* Is there work a sleeper must not sleep through? seq_cst loads (essay). */
@@ -244,6 +264,7 @@ static bool work_visible(struct ws_pool *p)
 static bool park(struct ws_worker *w, bool searching)
 {
 	struct ws_pool *p = w->pool;
+	uint64_t old;
 	bool counted;
 
 	pthread_mutex_lock(&p->sleep_lock);
@@ -251,8 +272,10 @@ static bool park(struct ws_worker *w, bool searching)
 	w->next_sleeper = p->sleepers;
 	p->sleepers = w;
 	w->in_list = true;
-	idle_add(p, +1, searching ? -1 : 0);	/* prepare: seq_cst RMW */
+	old = idle_add(p, +1, searching ? -1 : 0);	/* prepare: seq_cst RMW */
 	pthread_mutex_unlock(&p->sleep_lock);
+	if (IDLE_SEARCHING(old) == (searching ? 1u : 0u))
+		hint_wake(p);		/* nobody searches now: spawns should wake */
 
 	if (work_visible(p)) {			/* re-check */
 		pthread_mutex_lock(&p->sleep_lock);
@@ -283,7 +306,7 @@ static bool try_enter_searching(struct ws_pool *p)
 	uint64_t v = __atomic_load_n(&p->idle, __ATOMIC_RELAXED);
 
 	do {
-		if (_WS_IDLE_SEARCHING(v) >= p->max_searching)
+		if (IDLE_SEARCHING(v) >= p->max_searching)
 			return false;
 	} while (!__atomic_compare_exchange_n(&p->idle, &v, v + 1, false, __ATOMIC_SEQ_CST,
 					      __ATOMIC_RELAXED));
@@ -296,7 +319,7 @@ static void leave_searching(struct ws_pool *p, bool found)
 {
 	uint64_t old = idle_add(p, 0, -1);
 
-	if (found && _WS_IDLE_SEARCHING(old) == 1 && _WS_IDLE_SLEEPING(old))
+	if (found && IDLE_SEARCHING(old) == 1 && IDLE_SLEEPING(old))
 		wake_one(p);
 }
 
@@ -315,8 +338,8 @@ static struct ws_task *steal_from(struct ws_worker *w, struct ws_worker *v)
 		if (h >= s) {
 			/* Ask the owner to share; read first so that idle
 			 * thieves do not keep writing the owner's line. */
-			if (!__atomic_load_n(&d->splitreq, __ATOMIC_RELAXED))
-				__atomic_store_n(&d->splitreq, 1, __ATOMIC_RELAXED);
+			if (!(__atomic_load_n(&d->req, __ATOMIC_RELAXED) & _WS_REQ_SPLIT))
+				__atomic_fetch_or(&d->req, _WS_REQ_SPLIT, __ATOMIC_RELAXED);
 			return NULL;
 		}
 		/* acquire: reads from the owner's exposing CAS (release) or an
@@ -523,13 +546,14 @@ static void expose(struct ws_worker *w)
 
 void _ws_spawn_slow(struct ws_worker *w)
 {
-	struct _ws_wdeque *d = &w->d;
+	/* Take both requests at once; a request set after this is seen at a
+	 * later spawn. */
+	uint32_t r = __atomic_exchange_n(&w->d.req, 0, __ATOMIC_RELAXED);
 
-	if (__atomic_load_n(&d->splitreq, __ATOMIC_RELAXED)) {
-		__atomic_store_n(&d->splitreq, 0, __ATOMIC_RELAXED);
-		expose(w);
-	}
-	maybe_wake(w->pool);
+	if (r & _WS_REQ_SPLIT)
+		expose(w);	/* then maybe_wake: the producer's handshake */
+	if (r & (_WS_REQ_SPLIT | _WS_REQ_WAKE))
+		maybe_wake(w->pool);
 }
 
 void _ws_spawn_full(struct ws_worker *w, struct ws_task *t)
@@ -540,14 +564,15 @@ void _ws_spawn_full(struct ws_worker *w, struct ws_task *t)
 	w->d.overflow++;
 }
 
-int _ws_run_group(struct ws_worker *w, struct ws_task *t)
+int _ws_group_trampoline(struct ws_worker *w, void *arg)
 {
+	struct ws_task *t = arg;
 	struct ws_group *g = t->_group;
 	int r, zero = 0;
 
 	if (ws_group_cancelled(g))
 		return -ECANCELED;
-	r = t->_fn(w, t->_arg);
+	r = t->_gfn(w, t->_garg);
 	if (r < 0) {
 		/* release: pairs with the acquire in ws_group_error. */
 		__atomic_compare_exchange_n(&g->_error, &zero, r, false, __ATOMIC_RELEASE,
@@ -663,8 +688,15 @@ int ws_pool_submit(struct ws_pool *p, struct ws_job *job, struct ws_group *group
 {
 	if (!p || !job || !fn)
 		return -EINVAL;
-	job->_task._fn = fn;
-	job->_task._arg = arg;
+	if (group) {
+		job->_task._fn = _ws_group_trampoline;
+		job->_task._arg = &job->_task;
+		job->_task._gfn = fn;
+		job->_task._garg = arg;
+	} else {
+		job->_task._fn = fn;
+		job->_task._arg = arg;
+	}
 	job->_task._group = group;
 	job->_task._result = 0;
 	job->_task._done = 0;
@@ -882,7 +914,6 @@ int ws_pool_create(struct ws_pool **out, const struct ws_pool_attr *attr)
 		w->idx = i;
 		w->d.cap = a.deque_size ? a.deque_size : WS_DEFAULT_DEQUE;
 		w->d.slot = calloc(w->d.cap, sizeof(*w->d.slot));
-		w->d.idle = &p->idle;
 		w->rng = 0x9e3779b97f4a7c15ull * (i + 1) ^ (uint64_t)(uintptr_t)p;
 		if (!w->rng)
 			w->rng = 1;

@@ -61,9 +61,11 @@ typedef int (*ws_range_fn)(struct ws_worker *w, long lo, long hi, void *arg);
 
 /* A task frame: caller-owned storage, fields internal. */
 struct ws_task {
-	ws_task_fn _fn;
+	ws_task_fn _fn;		/* for group tasks: _ws_group_trampoline */
 	void *_arg;
-	struct ws_group *_group;
+	struct ws_group *_group;	/* group tasks only */
+	ws_task_fn _gfn;	/* group tasks only: the task's function */
+	void *_garg;		/* group tasks only: its argument */
 	int _result;		/* accessed atomically */
 	int _done;		/* accessed atomically */
 	unsigned _thief;	/* hint for leapfrogging, accessed atomically */

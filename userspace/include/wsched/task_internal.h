@@ -11,15 +11,15 @@
  *   [split, tail)  private: only the owner touches them, without atomics RMW
  * head and split share the 64-bit word ts, which thieves CAS; split and tail
  * are also kept in owner-private fields. Thieves that find nothing public
- * set splitreq; the owner then moves split up at its next spawn.
+ * set _WS_REQ_SPLIT in req; the owner then moves split up at its next spawn.
  *
  * Concurrency contract:
  *   _ws_spawn/_ws_sync     the owner worker only, from a task it runs
  *   ts                     read/CAS by thieves; CAS/store by the owner
  *   slot[i], i < split     read by a thief after its CAS on ts claims i
- *   splitreq               set by thieves (relaxed), read/cleared by owner
- *   idle                   the pool's idle word, written by workers going to
- *                          sleep or waking (pool.c); read here relaxed
+ *   req                    bit 0 set by thieves (a split request), bit 1 set
+ *                          by a worker going to sleep while nobody searches
+ *                          (a wake hint); read and cleared by the owner
  */
 #ifndef WSCHED_TASK_INTERNAL_H
 #define WSCHED_TASK_INTERNAL_H
@@ -38,22 +38,21 @@ struct _ws_wdeque {
 	uint32_t cap;		/* slots */
 	uint32_t overflow;	/* spawns that ran at once (deque full) */
 	struct ws_task **slot;	/* accessed atomically */
-	const uint64_t *idle;	/* pool idle word: sleeping << 32 | searching */
 	uint64_t nr_tasks;	/* owner-written, read relaxed by stats */
 	/* Thieves CAS this line. */
 	uint64_t ts __attribute__((aligned(64)));	/* split << 32 | head */
-	/* Thieves write this line (rarely). */
-	uint32_t splitreq __attribute__((aligned(64)));
+	/* Others write this line (rarely). */
+	uint32_t req __attribute__((aligned(64)));
 	char _pad[60];
 };
+
+#define _WS_REQ_SPLIT	1u	/* a thief found nothing public */
+#define _WS_REQ_WAKE	2u	/* someone sleeps and nobody searches */
 
 void _ws_spawn_slow(struct ws_worker *w);
 void _ws_spawn_full(struct ws_worker *w, struct ws_task *t);
 int _ws_sync_slow(struct ws_worker *w, struct ws_task *t);
-int _ws_run_group(struct ws_worker *w, struct ws_task *t);
-
-#define _WS_IDLE_SLEEPING(v)	((uint32_t)((v) >> 32))
-#define _WS_IDLE_SEARCHING(v)	((uint32_t)(v))
+int _ws_group_trampoline(struct ws_worker *w, void *t);
 
 static inline struct _ws_wdeque *_ws_dq(struct ws_worker *w)
 {
@@ -67,12 +66,11 @@ static inline void _ws_count_task(struct _ws_wdeque *d)
 			 __ATOMIC_RELAXED);
 }
 
-/* Run a task here; cancellation and error recording only for groups. */
+/* Run a task here. Group tasks go through _ws_group_trampoline (their _arg
+ * is then the frame itself), so plain tasks pay nothing for groups. */
 static inline int _ws_run(struct ws_worker *w, struct ws_task *t)
 {
 	_ws_count_task(_ws_dq(w));
-	if (__builtin_expect(t->_group != NULL, 0))
-		return _ws_run_group(w, t);
 	return t->_fn(w, t->_arg);
 }
 
@@ -80,11 +78,17 @@ static inline void _ws_spawn(struct ws_worker *w, struct ws_task *t, struct ws_g
 			     ws_task_fn fn, void *arg)
 {
 	struct _ws_wdeque *d = _ws_dq(w);
-	uint64_t idle;
 
-	t->_fn = fn;
-	t->_arg = arg;
-	t->_group = g;
+	if (g) {
+		t->_fn = _ws_group_trampoline;
+		t->_arg = t;
+		t->_group = g;
+		t->_gfn = fn;
+		t->_garg = arg;
+	} else {
+		t->_fn = fn;
+		t->_arg = arg;
+	}
 	if (__builtin_expect(d->tail == d->cap, 0)) {
 		_ws_spawn_full(w, t);
 		return;
@@ -93,11 +97,9 @@ static inline void _ws_spawn(struct ws_worker *w, struct ws_task *t, struct ws_g
 	 * CAS on ts in _ws_spawn_slow (release), which their CAS acquires. */
 	__atomic_store_n(&d->slot[d->tail], t, __ATOMIC_RELAXED);
 	d->tail++;
-	/* relaxed reads: a request or a sleeper seen late is served at a later
-	 * spawn (see "accepted races" in pool.c). */
-	idle = __atomic_load_n(d->idle, __ATOMIC_RELAXED);
-	if (__builtin_expect(__atomic_load_n(&d->splitreq, __ATOMIC_RELAXED) |
-			     (_WS_IDLE_SLEEPING(idle) && !_WS_IDLE_SEARCHING(idle)), 0))
+	/* relaxed: a request or hint seen late is served at a later spawn (see
+	 * "accepted races" in pool.c). */
+	if (__builtin_expect(__atomic_load_n(&d->req, __ATOMIC_RELAXED) != 0, 0))
 		_ws_spawn_slow(w);
 }
 
