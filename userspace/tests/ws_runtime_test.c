@@ -321,6 +321,70 @@ TEST(parallel_for_covers_each_index_once_within_grain)
 	free(f.hits);
 }
 
+/* ------------------------------------------------------------ stealing */
+
+struct spread {
+	int worker[16];
+};
+
+struct spread_arg {
+	struct spread *s;
+	int i;
+};
+
+static int sleepy_child(struct ws_worker *w, void *arg)
+{
+	struct spread_arg *a = arg;
+
+	a->s->worker[a->i] = (int)ws_worker_index(w);
+	usleep(20000);
+	return 0;
+}
+
+static int spawn_16_then_sync(struct ws_worker *w, void *arg)
+{
+	struct spread_arg a[16];
+	struct ws_task t[16];
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		a[i] = (struct spread_arg){ arg, i };
+		ws_spawn(w, &t[i], sleepy_child, &a[i]);
+	}
+	for (i = 15; i >= 0; i--)
+		ws_sync(w, &t[i]);
+	return 0;
+}
+
+/* A task that spawns 16 leaves (each sleeping 20 ms) and then syncs them:
+ * idle workers must be woken, ask for work and get the leaves, so that at
+ * least three of the four workers run some, and it takes well under the
+ * 320 ms of a serial run. */
+TEST(spawned_leaves_spread_over_workers)
+{
+	struct ws_pool *p = mkpool(4, false);
+	struct spread s;
+	uint64_t t0, el;
+	int i, k, distinct = 0;
+
+	ASSERT_NE(NULL, p);
+	memset(&s, 0xff, sizeof(s));
+	usleep(20000);		/* let the workers park first */
+	t0 = ws_test_now_ns();
+	ASSERT_EQ(0, ws_pool_run(p, spawn_16_then_sync, &s));
+	el = ws_test_now_ns() - t0;
+	for (i = 0; i < 4; i++) {
+		for (k = 0; k < 16; k++)
+			if (s.worker[k] == i)
+				break;
+		distinct += k < 16;
+	}
+	TH_LOG("16 x 20 ms leaves on 4 workers: %d workers used, %.1f ms", distinct, el / 1e6);
+	EXPECT_GE(distinct, 3);
+	EXPECT_LT(el, 250000000ull);
+	ASSERT_EQ(0, ws_pool_destroy(p));
+}
+
 /* ------------------------------------------------------------ errors, cancellation */
 
 static int fail_task(struct ws_worker *w, void *arg)

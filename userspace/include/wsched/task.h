@@ -132,6 +132,17 @@ static inline int ws_sync(struct ws_worker *w, struct ws_task *t)
 }
 
 /*
+ * Let idle workers take this worker's spawned-but-not-started tasks now.
+ * Spawn and sync do this by themselves; call it from long stretches of code
+ * that neither spawn nor sync while spawned siblings wait (a long leaf loop
+ * between a spawn and its sync). Costs one load when nobody asks.
+ */
+static inline void ws_poll(struct ws_worker *w)
+{
+	_ws_poll(w);
+}
+
+/*
  * Run body(w, lo', hi', arg) over [lo, hi) split in halves, recursively,
  * until pieces are at most @grain long (grain <= 0: chosen as about
  * (hi - lo) / (8 * workers)). Returns the first negative result of a piece

@@ -113,9 +113,19 @@ static inline int _ws_sync(struct ws_worker *w, struct ws_task *t)
 	}
 	if (__builtin_expect(d->tail - 1 >= d->split, 1)) {
 		d->tail--;		/* private: nobody else can have it */
+		/* Serve requests here too, so that "spawn N, then sync N"
+		 * loops share their remaining children. */
+		if (__builtin_expect(__atomic_load_n(&d->req, __ATOMIC_RELAXED) != 0, 0))
+			_ws_spawn_slow(w);
 		return _ws_run(w, t);
 	}
 	return _ws_sync_slow(w, t);
+}
+
+static inline void _ws_poll(struct ws_worker *w)
+{
+	if (__builtin_expect(__atomic_load_n(&_ws_dq(w)->req, __ATOMIC_RELAXED) != 0, 0))
+		_ws_spawn_slow(w);
 }
 
 #ifdef __cplusplus
