@@ -16,6 +16,17 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#if defined(__SANITIZE_THREAD__)
+#define WS_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WS_TSAN 1
+#endif
+#endif
+#if defined(WS_TSAN) && !defined(WS_NO_FENCES)
+#error "ThreadSanitizer does not model atomic_thread_fence: build with -DWS_NO_FENCES"
+#endif
+
 #define WS_ATOMIC(T)		_Atomic(T)
 #define WS_MO_RLX		memory_order_relaxed
 #define WS_MO_ACQ		memory_order_acquire
