@@ -88,11 +88,11 @@ NATIVE_TESTS += $(WS_NORM_TESTS) $(WS_RELACY) $(WS_TSAN_TESTS) $(WS_ASAN_TESTS) 
 stress-native: ws-stress
 ws-stress: $(WS_NORM_TESTS) $(WS_TSAN_TESTS) $(WS_RELACY)
 	$(Q)WSCHED_TEST_SCALE=1000 $(TOP)/tests/run-tests --suite ws-stress-deque \
-	  $(BUILD)/tests/native/ws_deque_test $(BUILD)/tsan/tests/ws_deque_test-tsan
+	  $(BUILD)/tests/native/ws_deque_test
 	$(Q)WSCHED_TEST_SCALE=300 $(TOP)/tests/run-tests --suite ws-stress-runtime \
 	  $(BUILD)/tests/native/ws_runtime_test
-	$(Q)WSCHED_TEST_SCALE=100 $(TOP)/tests/run-tests --suite ws-stress-tsan \
-	  $(BUILD)/tsan/tests/ws_runtime_test-tsan
+	$(Q)WSCHED_TEST_SCALE=50 $(TOP)/tests/run-tests --suite ws-stress-tsan \
+	  $(BUILD)/tsan/tests/ws_deque_test-tsan $(BUILD)/tsan/tests/ws_runtime_test-tsan
 	$(Q)WSCHED_TEST_SCALE=1000 $(TOP)/tests/run-tests --suite ws-stress-relacy $(WS_RELACY)
 
 # ---------------------------------------------------------------- wsbench
