@@ -189,11 +189,11 @@ static void omp_matmul(const double *A, const double *B, double *C, int n, int g
 #pragma omp parallel num_threads(nr_threads)
 #pragma omp single
 	{
-		int i;
+		long i, rows = n;
 
 #pragma omp taskloop grainsize(grain)
-		for (i = 0; i < n; i++)
-			matmul_rows(A, B, C, n, i, i + 1);
+		for (i = 0; i < rows; i++)
+			matmul_rows(A, B, C, n, (int)i, (int)i + 1);
 	}
 }
 

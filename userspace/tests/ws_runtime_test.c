@@ -382,7 +382,7 @@ TEST(spawned_leaves_spread_over_workers)
 	}
 	TH_LOG("16 x 20 ms leaves on 4 workers: %d workers used, %.1f ms", distinct, el / 1e6);
 	EXPECT_GE(distinct, 3);
-	EXPECT_LT(el, 250000000ull);
+	EXPECT_LT(el, 300000000ull);	/* serial: 320 ms */
 	ASSERT_EQ(0, ws_pool_destroy(p));
 }
 
