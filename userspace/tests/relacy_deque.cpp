@@ -10,7 +10,8 @@
  * each with (a) owner push/pop racing two thieves and (b) growth, shrink and
  * buffer reclamation racing two thieves; and (c) a mutant whose pop fence is
  * weakened to acq_rel - a known bug - which the checker must catch, so this
- * test shows it can fail.
+ * test shows it can fail; and (d) a mutant that frees replaced buffers
+ * without checking for thieves, whose use-after-free the checker must catch.
  */
 #include <fstream>
 #include <string>
@@ -40,6 +41,15 @@ WS_RELACY_DEQUE_ALLOCATORS_DEF
 #undef WS_DQ_TAKE_FENCE
 #define WS_DQ_TAKE_FENCE WS_MO_ACQREL
 namespace mutant {
+WS_RELACY_DEQUE_ALLOCATORS
+#include "deque_impl.h"
+WS_RELACY_DEQUE_ALLOCATORS_DEF
+}
+#undef WS_DQ_TAKE_FENCE
+
+#undef WSCHED_DEQUE_IMPL_H
+#define WS_DQ_TEST_UNSAFE_RECLAIM
+namespace mutant2 {
 WS_RELACY_DEQUE_ALLOCATORS
 #include "deque_impl.h"
 WS_RELACY_DEQUE_ALLOCATORS_DEF
@@ -131,6 +141,45 @@ struct resize_test : rl::test_suite<resize_test<NS_dq, Tag>, NR_THREADS> {
 	}
 };
 
+/* Two threads, explored systematically (context-bound scheduler): the owner
+ * fills a 4-slot deque and pushes a 5th item (growth replaces and, unless a
+ * thief may still read it, frees the old buffer), then pops everything; one
+ * thief steals once. A thief preempted between loading the buffer pointer and
+ * reading its slot is exactly what safe reclamation must survive. */
+template <class NS_dq, class Tag>
+struct reclaim_test : rl::test_suite<reclaim_test<NS_dq, Tag>, 2> {
+	NS_dq *dq;
+	int taken[2][MAX_ITEMS];
+
+	void before()
+	{
+		dq = new NS_dq;
+		memset(taken, 0, sizeof(taken));
+		RL_ASSERT(Tag::init(dq, 4) == 0);
+		for (int i = 0; i < 4; i++)
+			RL_ASSERT(Tag::push(dq, ITEM(i)) == 0);
+	}
+	void thread(unsigned id)
+	{
+		void *x;
+
+		if (id == 0) {
+			RL_ASSERT(Tag::push(dq, ITEM(4)) == 0);
+			while (Tag::pop(dq, &x))
+				taken[0][INDEX(x)]++;
+		} else if (Tag::steal(dq, &x) == 1) {
+			taken[1][INDEX(x)]++;
+		}
+	}
+	void after()
+	{
+		for (int i = 0; i < 5; i++)
+			RL_ASSERT(taken[0][i] + taken[1][i] == 1);
+		Tag::fini(dq);
+		delete dq;
+	}
+};
+
 #define WS_TAG(NS)								\
 	struct NS##_tag {							\
 		static int init(NS::ws_deque *d, int64_t c) { return NS::ws__dq_init(d, c); } \
@@ -142,12 +191,14 @@ struct resize_test : rl::test_suite<resize_test<NS_dq, Tag>, NR_THREADS> {
 WS_TAG(fenced)
 WS_TAG(fencefree)
 WS_TAG(mutant)
+WS_TAG(mutant2)
 
 static int nr_test;
 static int nr_fail;
 
 template <class T>
-static void run(const char *name, unsigned long iterations, bool expect_ok)
+static void run(const char *name, unsigned long iterations, bool expect_ok,
+		rl::scheduler_type_e sched = rl::sched_random, unsigned bound = 1)
 {
 	rl::test_params p;
 	char path[64];
@@ -161,13 +212,14 @@ static void run(const char *name, unsigned long iterations, bool expect_ok)
 	p.iteration_count = iterations;
 	p.output_stream = &out;
 	p.progress_stream = &out;
-	p.search_type = rl::sched_random;
+	p.search_type = sched;
+	p.context_bound = bound;
 	ok = rl::simulate<T>(p);
 	nr_test++;
 	if (ok == expect_ok) {
 		printf("ok %d %s (%s after %llu iterations)\n", nr_test, name,
 		       ok ? "no failure" : rl::test_result_str(p.test_result),
-		       (unsigned long long)(ok ? iterations : p.stop_iteration));
+		       (unsigned long long)p.stop_iteration);
 	} else {
 		nr_fail++;
 		printf("not ok %d %s: %s\n", nr_test, name,
@@ -190,12 +242,18 @@ int main(void)
 
 	if (it < 1000)
 		it = 1000;
-	printf("TAP version 13\n1..5\n");
+	printf("TAP version 13\n1..8\n");
 	run<race_test<fenced::ws_deque, fenced_tag> >("relacy_fenced_pop_vs_steal", it, true);
 	run<resize_test<fenced::ws_deque, fenced_tag> >("relacy_fenced_grow_shrink_reclaim", it, true);
 	run<race_test<fencefree::ws_deque, fencefree_tag> >("relacy_fencefree_pop_vs_steal", it, true);
 	run<resize_test<fencefree::ws_deque, fencefree_tag> >("relacy_fencefree_grow_shrink_reclaim", it, true);
 	run<race_test<mutant::ws_deque, mutant_tag> >("relacy_acqrel_pop_fence_is_caught_fail", it * 5, false);
+	run<reclaim_test<fenced::ws_deque, fenced_tag> >("relacy_fenced_reclaim_all_2_preemption_schedules",
+		it, true, rl::sched_bound, 2);
+	run<reclaim_test<fencefree::ws_deque, fencefree_tag> >("relacy_fencefree_reclaim_all_2_preemption_schedules",
+		it, true, rl::sched_bound, 2);
+	run<reclaim_test<mutant2::ws_deque, mutant2_tag> >("relacy_unsafe_reclaim_is_caught_fail",
+		it, false, rl::sched_bound, 2);
 	printf("# %d passed, %d failed\n", nr_test - nr_fail, nr_fail);
 	return nr_fail ? 1 : 0;
 }
