@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: LGPL-2.1-only OR BSD-2-Clause
+/*
+ * wsbench: the interface between the driver (wsbench.c) and the runtimes
+ * (wsched and serial in bench_c.c, OpenMP in bench_omp.c, oneTBB in
+ * bench_tbb.cpp). Each runtime implements every benchmark the same way the
+ * others do, idiomatically for that runtime.
+ */
+#ifndef WSBENCH_H
+#define WSBENCH_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Unbalanced tree: the root has b0 children; every other node has m
+ * children with probability q (as a 64-bit threshold), else none. Each node
+ * costs g rounds of hashing. Deterministic for a given seed. */
+struct uts_params {
+	uint64_t seed;
+	int b0, m, g;
+	uint64_t q_threshold;
+};
+
+struct bench_rt {
+	const char *name;
+	int (*init)(int workers);	/* 0 or -errno */
+	void (*fini)(void);
+	long (*fib)(int n);
+	long (*nqueens)(int n, int cutoff);
+	long (*uts)(const struct uts_params *u);
+	void (*sort)(int *a, int *tmp, long n, long cutoff);
+	void (*matmul)(const double *A, const double *B, double *C, int n, int grain);
+	/* optional: runtime counters as a JSON fragment ("" if none) */
+	void (*stats_json)(char *buf, unsigned len);
+};
+
+extern const struct bench_rt bench_wsched, bench_serial, bench_omp, bench_tbb;
+
+/* Shared pieces (bench_c.c). */
+uint64_t uts_hash(uint64_t x);
+long nq_serial_bits(uint32_t mask, uint32_t cols, uint32_t d1, uint32_t d2);
+void sort_leaf(int *a, int *tmp, long n);
+void merge_serial(const int *a, long na, const int *b, long nb, int *out);
+void matmul_rows(const double *A, const double *B, double *C, int n, int lo, int hi);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

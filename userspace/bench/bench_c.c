@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: LGPL-2.1-only OR BSD-2-Clause
+/*
+ * wsbench runtimes written in C: wsched (libwsched fork/join) and serial
+ * (the same kernels with every spawn replaced by a plain call), plus the
+ * serial pieces every runtime shares (leaf work).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wsched/pool.h"
+#include "bench.h"
+
+/* ---------------------------------------------------------------- shared */
+
+uint64_t uts_hash(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+long nq_serial_bits(uint32_t mask, uint32_t cols, uint32_t d1, uint32_t d2)
+{
+	uint32_t avail;
+	long n = 0;
+
+	if (cols == mask)
+		return 1;
+	avail = mask & ~(cols | d1 | d2);
+	while (avail) {
+		uint32_t bit = avail & -avail;
+
+		avail &= avail - 1;
+		n += nq_serial_bits(mask, cols | bit, ((d1 | bit) << 1) & mask, (d2 | bit) >> 1);
+	}
+	return n;
+}
+
+static int cmp_int(const void *x, const void *y)
+{
+	int a = *(const int *)x, b = *(const int *)y;
+
+	return (a > b) - (a < b);
+}
+
+void sort_leaf(int *a, int *tmp, long n)
+{
+	(void)tmp;
+	qsort(a, (size_t)n, sizeof(int), cmp_int);
+}
+
+void merge_serial(const int *a, long na, const int *b, long nb, int *out)
+{
+	long i = 0, j = 0, k = 0;
+
+	while (i < na && j < nb)
+		out[k++] = b[j] < a[i] ? b[j++] : a[i++];
+	while (i < na)
+		out[k++] = a[i++];
+	while (j < nb)
+		out[k++] = b[j++];
+}
+
+void matmul_rows(const double *A, const double *B, double *C, int n, int lo, int hi)
+{
+	int i, j, k;
+
+	for (i = lo; i < hi; i++) {
+		double *c = C + (size_t)i * n;
+
+		for (j = 0; j < n; j++)
+			c[j] = 0;
+		for (k = 0; k < n; k++) {
+			double aik = A[(size_t)i * n + k];
+			const double *b = B + (size_t)k * n;
+
+			for (j = 0; j < n; j++)
+				c[j] += aik * b[j];
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- wsched */
+
+#define K(x)			ws_##x
+#define BK_W			struct ws_worker *
+#define BK_TASK			struct ws_task
+#define BK_SPAWN(w, t, fn, a)	ws_spawn(w, t, fn, a)
+#define BK_SYNC(w, t)		ws_sync(w, t)
+#define BK_PFOR(w, lo, hi, g, body, a) ws_parallel_for(w, lo, hi, g, body, a)
+#include "bench_kernels.h"
+#undef K
+#undef BK_W
+#undef BK_TASK
+#undef BK_SPAWN
+#undef BK_SYNC
+#undef BK_PFOR
+
+static struct ws_pool *pool;
+
+static int wsched_init(int workers)
+{
+	struct ws_pool_attr a;
+
+	ws_pool_attr_init(&a);
+	a.nr_workers = (unsigned)workers;
+	return ws_pool_create(&pool, &a);
+}
+
+static void wsched_fini(void)
+{
+	ws_pool_destroy(pool);
+	pool = NULL;
+}
+
+static long wsched_fib(int n)
+{
+	struct ws_fibarg f = { n, 0 };
+
+	ws_pool_run(pool, ws_fib_task, &f);
+	return f.r;
+}
+
+static long wsched_nqueens(int n, int cutoff)
+{
+	struct ws_nqarg q = { (1u << n) - 1, 0, 0, 0, 0, cutoff, 0 };
+
+	ws_pool_run(pool, ws_nq_task, &q);
+	return q.r;
+}
+
+static long wsched_uts(const struct uts_params *u)
+{
+	struct ws_utsarg a = { u, u->seed, 0, 0, 0 };
+
+	ws_pool_run(pool, ws_uts_root, &a);
+	return a.count;
+}
+
+static void wsched_sort(int *a, int *tmp, long n, long cutoff)
+{
+	struct ws_sortarg s = { a, tmp, n, cutoff, 0 };
+
+	ws_pool_run(pool, ws_sort_task, &s);
+}
+
+static void wsched_matmul(const double *A, const double *B, double *C, int n, int grain)
+{
+	struct ws_mmarg m = { A, B, C, n, grain };
+
+	ws_pool_run(pool, ws_mm_task, &m);
+}
+
+static void wsched_stats(char *buf, unsigned len)
+{
+	struct ws_worker_stats st;
+
+	ws_pool_sum_stats(pool, &st);
+	snprintf(buf, len,
+		 ", \"nr_tasks\": %llu, \"nr_steals\": %llu, \"nr_steal_fails\": %llu, "
+		 "\"nr_exposes\": %llu, \"nr_parks\": %llu, \"nr_wakeups\": %llu",
+		 (unsigned long long)st.nr_tasks, (unsigned long long)st.nr_steals,
+		 (unsigned long long)st.nr_steal_fails, (unsigned long long)st.nr_exposes,
+		 (unsigned long long)st.nr_parks, (unsigned long long)st.nr_wakeups);
+}
+
+const struct bench_rt bench_wsched = {
+	"wsched", wsched_init, wsched_fini, wsched_fib, wsched_nqueens, wsched_uts,
+	wsched_sort, wsched_matmul, wsched_stats,
+};
+
+/* ---------------------------------------------------------------- serial */
+
+typedef int (*ser_range_fn)(void *w, long lo, long hi, void *arg);
+
+#define K(x)			ser_##x
+#define BK_W			void *
+#define BK_TASK			__attribute__((unused)) char
+#define BK_SPAWN(w, t, fn, a)	fn(w, a)
+#define BK_SYNC(w, t)		((void)0)
+#define BK_PFOR(w, lo, hi, g, body, a) body(w, lo, hi, a)
+#include "bench_kernels.h"
+
+static int serial_init(int workers)
+{
+	return workers == 1 ? 0 : -EINVAL;
+}
+
+static void serial_fini(void)
+{
+}
+
+static long serial_fib(int n)
+{
+	struct ser_fibarg f = { n, 0 };
+
+	ser_fib_task(NULL, &f);
+	return f.r;
+}
+
+static long serial_nqueens(int n, int cutoff)
+{
+	struct ser_nqarg q = { (1u << n) - 1, 0, 0, 0, 0, cutoff, 0 };
+
+	ser_nq_task(NULL, &q);
+	return q.r;
+}
+
+static long serial_uts(const struct uts_params *u)
+{
+	struct ser_utsarg a = { u, u->seed, 0, 0, 0 };
+
+	ser_uts_root(NULL, &a);
+	return a.count;
+}
+
+static void serial_sort(int *a, int *tmp, long n, long cutoff)
+{
+	struct ser_sortarg s = { a, tmp, n, cutoff, 0 };
+
+	ser_sort_task(NULL, &s);
+}
+
+static void serial_matmul(const double *A, const double *B, double *C, int n, int grain)
+{
+	struct ser_mmarg m = { A, B, C, n, grain };
+
+	ser_mm_task(NULL, &m);
+}
+
+const struct bench_rt bench_serial = {
+	"serial", serial_init, serial_fini, serial_fib, serial_nqueens, serial_uts,
+	serial_sort, serial_matmul, NULL,
+};
+
+#ifdef WSBENCH_NO_TBB
+/* Built without libtbb-dev: wsbench reports the runtime as missing. */
+const struct bench_rt bench_tbb = { "tbb", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
+#endif

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: LGPL-2.1-only OR BSD-2-Clause
+/*
+ * wsched/pool.h - a pool of work-stealing workers, and submission of jobs to
+ * it from threads outside the pool.
+ *
+ * A pool owns P worker threads. Work enters a pool in two ways:
+ * - a thread outside the pool submits a job (ws_pool_submit): it goes into
+ *   the pool's FIFO public queue, and the caller may block until it is done
+ *   (ws_job_wait) or do both at once (ws_pool_run);
+ * - a task running on a worker forks children with ws_spawn and joins them
+ *   with ws_sync (wsched/task.h): no allocation, no syscall, no lock.
+ * Idle workers first steal from other workers (random victims, those that
+ * share a cache first when workers are pinned), then take from the public
+ * queue; then they spin for a while measured in time, then yield between
+ * failed steal rounds, then park on a futex. At most max_searching workers
+ * look for work at once; the others park at once. A fully idle pool sleeps
+ * in the kernel and uses no CPU.
+ *
+ * Several pools may coexist; the library keeps no global mutable state.
+ *
+ * Thread-safety: every function here may be called from any thread, except
+ * that ws_pool_destroy must not race with anything else on the same pool and
+ * must not be called by one of the pool's own workers (-EDEADLK).
+ *
+ * Errors: functions return 0 or a negative errno value; they never print or
+ * exit. A job's result is whatever its function returned (by convention 0 or
+ * a negative errno value); -ECANCELED if its group was cancelled first.
+ */
+#ifndef WSCHED_POOL_H
+#define WSCHED_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wsched/task.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ws_pool;
+
+/* Pool attributes. Start from ws_pool_attr_init(); 0 means "default". */
+struct ws_pool_attr {
+	unsigned nr_workers;	/* default: CPUs in the caller's affinity mask */
+	uint64_t spin_ns;	/* spin before yielding; default 50000 (50 us) */
+	uint64_t yield_ns;	/* then yield between failed steal rounds for
+				 * this long before parking; default 200000 */
+	unsigned max_searching;	/* workers looking for work at once; default
+				 * max(1, nr_workers / 2) */
+	unsigned deque_size;	/* spawn slots per worker; default 8192. A
+				 * spawn beyond it runs the child at once. */
+	size_t stack_size;	/* worker stack; default 8 MiB */
+	bool pin;		/* pin worker i to the i-th CPU of the affinity
+				 * mask (round robin); enables cache-aware
+				 * victim choice. Default false. */
+	bool no_spin;		/* park as soon as a steal round fails (tests) */
+};
+
+/* Per-worker counters (monotonic; read with relaxed loads). */
+struct ws_worker_stats {
+	uint64_t nr_tasks;	/* tasks run: spawned, stolen, jobs */
+	uint64_t nr_steals;	/* successful steals from other workers */
+	uint64_t nr_steal_fails;/* steal attempts that found nothing or lost */
+	uint64_t nr_public;	/* jobs taken from the public queue */
+	uint64_t nr_parks;	/* times the worker slept on its futex */
+	uint64_t nr_wakeups;	/* times another thread woke it */
+	uint64_t nr_exposes;	/* times it shared private tasks on request */
+};
+
+/*
+ * A job submitted from outside the pool. The caller owns the memory, which
+ * must stay valid until ws_job_wait() returned or ws_job_done() returned
+ * true. The fields are internal.
+ */
+struct ws_job {
+	struct ws_task _task;
+	struct ws_job *_next;
+	struct ws_pool *_pool;
+	uint32_t _state;	/* futex word, accessed atomically */
+};
+
+void ws_pool_attr_init(struct ws_pool_attr *attr);
+
+/* Create a pool (attr may be NULL). 0, -EINVAL, -ENOMEM or -EAGAIN. */
+int ws_pool_create(struct ws_pool **pool, const struct ws_pool_attr *attr);
+
+/*
+ * Stop and free the pool. Jobs already submitted still run to completion
+ * (so that no ws_job_wait() hangs); running tasks are waited for, never
+ * interrupted; new submissions fail with -ESHUTDOWN from the moment destroy
+ * starts. Every worker thread is joined and every allocation freed before it
+ * returns. -EDEADLK if called from one of the pool's own workers.
+ */
+int ws_pool_destroy(struct ws_pool *pool);
+
+unsigned ws_pool_nr_workers(const struct ws_pool *pool);
+
+/*
+ * Queue @fn(@arg) at the tail of the pool's FIFO public queue; @group may be
+ * NULL. Wakes a parked worker if nobody is looking for work. 0, or
+ * -ESHUTDOWN if the pool is being destroyed, -EINVAL.
+ */
+int ws_pool_submit(struct ws_pool *pool, struct ws_job *job, struct ws_group *group,
+		   ws_task_fn fn, void *arg);
+
+/*
+ * Wait until @job has run and return its result. Outside the pool this
+ * blocks (a short spin, then a futex wait); on one of the pool's workers it
+ * runs other work meanwhile instead of blocking.
+ */
+int ws_job_wait(struct ws_job *job);
+
+/* Non-blocking: true if the job has finished (its result is then final). */
+bool ws_job_done(const struct ws_job *job);
+
+/* Submit and wait: fn(arg) on the pool, from outside. Its result, or -errno. */
+int ws_pool_run(struct ws_pool *pool, ws_task_fn fn, void *arg);
+
+/* Counters of worker @idx (0..P-1). 0 or -EINVAL. */
+int ws_pool_get_stats(const struct ws_pool *pool, unsigned idx, struct ws_worker_stats *st);
+
+/* Sum of all workers' counters. */
+void ws_pool_sum_stats(const struct ws_pool *pool, struct ws_worker_stats *st);
+
+/* Index of the worker (0..P-1) and its pool. */
+unsigned ws_worker_index(const struct ws_worker *w);
+struct ws_pool *ws_worker_pool(const struct ws_worker *w);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WSCHED_POOL_H */

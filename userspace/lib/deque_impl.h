@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: LGPL-2.1-only OR BSD-2-Clause
+/*
+ * The Chase-Lev work-stealing deque, written once against the atomics shim
+ * (ws_ld/ws_st/ws_cas/ws_fence, WS_ATOMIC) so that deque.c compiles it as C11
+ * and tests/relacy_deque.cpp compiles the very same text under the Relacy
+ * model checker. The includer provides:
+ *   struct ws_deque_buf *ws__buf_alloc(int64_t cap)   slots zeroed, or NULL
+ *   void ws__buf_free(struct ws_deque_buf *)
+ * Internal: names starting with ws__ are not API.
+ *
+ * Correctness argument (the essay; the code comments only name the pairs).
+ *
+ * Indices top (t) and bottom (b) are signed 64-bit and only ever compared as
+ * differences, so "empty" is t >= b even transiently when pop has made b one
+ * less than t; unsigned indices underflow there (a known bug of naive ports).
+ * Slot i lives at buf->slot[i & (cap - 1)]. Items [t, b) are present.
+ *
+ * Orders, following Le, Pop, Cohen & Zappa Nardelli (PPoPP 2013), which
+ * proves exactly this assignment correct for the C11 model:
+ * - push: the slot store is relaxed, then a release fence, then the relaxed
+ *   store of bottom. A thief that reads the new bottom with its acquire load
+ *   therefore sees the slot (and the buffer pointer, if push just grew).
+ * - push reads top with acquire: it pairs with the thieves' CAS on top, so
+ *   a slot is overwritten (after a wrap) only after the thief that took its
+ *   previous item has read it.
+ * - pop (take) stores bottom = b-1, then a seq_cst fence, then reads top.
+ *   This store-load ordering is the heart of the algorithm: together with the
+ *   seq_cst fence in steal, either pop sees a thief's increment of top or the
+ *   thief sees the reduced bottom; never neither, so an item is never taken
+ *   twice. Weakening this fence to acq_rel is a known bug (it allows exactly
+ *   that double take).
+ * - the last item (t == b after the decrement) is raced for with a seq_cst
+ *   CAS on top by both pop and steal; the loser backs off.
+ * - steal reads top with acquire, fences seq_cst, reads bottom with acquire,
+ *   then reads the slot (relaxed: the slot is atomic, because pop/push may
+ *   write it concurrently when the thief's t is stale; a non-atomic slot would
+ *   be a data race) and claims it with a seq_cst CAS on top. The item is only
+ *   used if the CAS succeeds.
+ *
+ * Growth: when full, push allocates a buffer twice as big, copies [t, b),
+ * publishes it, and - a known bug otherwise - uses the NEW buffer for its own
+ * store. Shrink: when pop leaves the deque at most 1/8 full and the buffer is
+ * above the initial capacity, the owner copies [t, b) into a buffer half as
+ * big. Old buffers are never written after being replaced, and item i sits
+ * at the same logical index in both, so a thief that read the old pointer
+ * still reads the right item for index t. Nonetheless steal re-reads the
+ * buffer pointer after reading the slot and retries if it changed: this is
+ * the fix of crossbeam's CVE-2021-32810 (a steal that raced a resize returned
+ * a stale item), kept as defence in depth.
+ *
+ * Reclamation: replaced buffers go on an owner-private retired list. A thief
+ * announces itself by incrementing readers (seq_cst) before it loads the
+ * buffer pointer (seq_cst) and leaves with a release decrement after its last
+ * access to the buffer. The owner publishes a new buffer with a seq_cst store
+ * and then loads readers (seq_cst). If that load reads 0, every thief either
+ * left before (its decrement, a release, is read by our acquire-or-stronger
+ * load through the RMW chain, so its accesses happen before our free) or
+ * incremented after our load in the single total order S of seq_cst
+ * operations, so its seq_cst load of the pointer comes after our store in S
+ * and returns the new buffer: nobody can reach a retired buffer any more, and
+ * the whole list is freed. Otherwise the list waits for a later try (every
+ * resize, and every pop that finds the deque empty), and destroy frees it.
+ * Thieves that find the deque empty never touch readers, so idle polling
+ * costs no atomic write.
+ *
+ * Batch steal is a loop of ordinary steals bounded by half of the size seen
+ * at the start: a one-CAS batch (top += n) would race with pop, which takes
+ * any item above top without a CAS.
+ *
+ * WS_NO_FENCES (the ThreadSanitizer variant): push stores bottom with
+ * release instead of fence+relaxed; pop stores bottom and reads top with
+ * seq_cst operations; steal reads top and bottom with seq_cst operations.
+ * With every access of the store-buffering pattern (bottom, top) in S, the
+ * argument above holds without fences.
+ */
+#ifndef WSCHED_DEQUE_IMPL_H
+#define WSCHED_DEQUE_IMPL_H
+
+/* Test hook: the Relacy test instantiates the deque a second time with this
+ * fence weakened to acq_rel and checks that the model checker finds the
+ * double take. Never change it in the library. */
+#ifndef WS_DQ_TAKE_FENCE
+#define WS_DQ_TAKE_FENCE WS_MO_SC
+#endif
+
+#define WS_DQ_MIN_CAP	16
+#define WS_DQ_MAX_CAP	((int64_t)1 << 40)
+
+struct ws_deque_buf {
+	int64_t cap;			/* power of two */
+	struct ws_deque_buf *next;	/* retired list, owner only */
+	WS_ATOMIC(void *) *slot;
+};
+
+struct ws_deque {
+	/* Thieves' line: CAS on top, readers announce. */
+	WS_CACHE_ALIGNED WS_ATOMIC(int64_t) top;
+	WS_ATOMIC(uint64_t) readers;
+	/* Owner's line, read by thieves. */
+	WS_CACHE_ALIGNED WS_ATOMIC(int64_t) bottom;
+	WS_ATOMIC(struct ws_deque_buf *) buf;
+	/* Owner only (counters are atomics so that stats may read them). */
+	WS_CACHE_ALIGNED struct ws_deque_buf *retired;
+	int64_t min_cap;
+	WS_ATOMIC(uint64_t) nr_grows;
+	WS_ATOMIC(uint64_t) nr_shrinks;
+	WS_ATOMIC(uint64_t) nr_retired;
+	WS_ATOMIC(uint64_t) nr_freed;
+	WS_ATOMIC(int64_t) cur_cap;	/* for stats: thieves must not read buf->cap */
+};
+
+static inline void ws__dq_count(WS_ATOMIC(uint64_t) *c)
+{
+	/* Single writer (the owner): load+store, not an RMW. */
+	ws_st(c, ws_ld(c, WS_MO_RLX) + 1, WS_MO_RLX);
+}
+
+static inline void *ws__dq_slot_ld(struct ws_deque_buf *a, int64_t i)
+{
+	return ws_ld(&a->slot[i & (a->cap - 1)], WS_MO_RLX);
+}
+
+static inline void ws__dq_slot_st(struct ws_deque_buf *a, int64_t i, void *x)
+{
+	ws_st(&a->slot[i & (a->cap - 1)], x, WS_MO_RLX);
+}
+
+static int ws__dq_init(struct ws_deque *dq, int64_t min_cap)
+{
+	struct ws_deque_buf *a = ws__buf_alloc(min_cap);
+
+	if (!a)
+		return -1;
+	ws_init(&dq->top, 0);
+	ws_init(&dq->readers, 0);
+	ws_init(&dq->bottom, 0);
+	ws_init(&dq->buf, a);
+	dq->retired = NULL;
+	dq->min_cap = min_cap;
+	ws_init(&dq->nr_grows, 0);
+	ws_init(&dq->nr_shrinks, 0);
+	ws_init(&dq->nr_retired, 0);
+	ws_init(&dq->nr_freed, 0);
+	ws_init(&dq->cur_cap, min_cap);
+	return 0;
+}
+
+/* Owner: free the retired buffers if no thief can be reading them. */
+static void ws__dq_reclaim(struct ws_deque *dq)
+{
+	struct ws_deque_buf *a, *next;
+
+	if (!dq->retired)
+		return;
+	/* seq_cst: pairs with the thieves' seq_cst readers increment and buffer
+	 * load (see the essay); also acquires their release decrements. The
+	 * test hook lets the Relacy test check that it catches the bug of
+	 * freeing without looking. */
+#ifndef WS_DQ_TEST_UNSAFE_RECLAIM
+	if (ws_ld(&dq->readers, WS_MO_SC) != 0)
+		return;
+#endif
+	for (a = dq->retired; a; a = next) {
+		next = a->next;
+		ws__buf_free(a);
+		ws__dq_count(&dq->nr_freed);
+	}
+	dq->retired = NULL;
+}
+
+/* Owner: replace buffer @a by one of @cap slots holding [t, b). */
+static struct ws_deque_buf *ws__dq_resize(struct ws_deque *dq, struct ws_deque_buf *a,
+					  int64_t t, int64_t b, int64_t cap)
+{
+	struct ws_deque_buf *n = ws__buf_alloc(cap);
+	int64_t i;
+
+	if (!n)
+		return NULL;
+	for (i = t; i < b; i++)
+		ws__dq_slot_st(n, i, ws__dq_slot_ld(a, i));
+	/* seq_cst: releases the copied slots to thieves' buffer loads, and is the
+	 * store side of the reclamation handshake (pairs with the thieves'
+	 * readers increment + seq_cst buffer load). */
+	ws_st(&dq->buf, n, WS_MO_SC);
+	ws_st(&dq->cur_cap, cap, WS_MO_RLX);
+	a->next = dq->retired;
+	dq->retired = a;
+	ws__dq_count(&dq->nr_retired);
+	ws__dq_reclaim(dq);
+	return n;
+}
+
+static int ws__dq_push(struct ws_deque *dq, void *x)
+{
+	int64_t b = ws_ld(&dq->bottom, WS_MO_RLX);
+	/* acquire: pairs with the thieves' CAS on top, so a slot is reused only
+	 * after the thief that took its previous item has read it. */
+	int64_t t = ws_ld(&dq->top, WS_MO_ACQ);
+	struct ws_deque_buf *a = ws_ld(&dq->buf, WS_MO_RLX);	/* owner wrote it */
+
+	if (ws_unlikely(b - t >= a->cap)) {
+		if (a->cap >= WS_DQ_MAX_CAP)
+			return -1;
+		a = ws__dq_resize(dq, a, t, b, a->cap * 2);	/* use the NEW buffer */
+		if (!a)
+			return -1;
+		ws__dq_count(&dq->nr_grows);
+	}
+	ws__dq_slot_st(a, b, x);
+#ifndef WS_NO_FENCES
+	/* release fence: orders the slot store before the bottom store; pairs
+	 * with the thieves' acquire load of bottom. */
+	ws_fence(WS_MO_REL);
+	ws_st(&dq->bottom, b + 1, WS_MO_RLX);
+#else
+	/* release: the same pairing, as an operation. */
+	ws_st(&dq->bottom, b + 1, WS_MO_REL);
+#endif
+	return 0;
+}
+
+static int ws__dq_pop(struct ws_deque *dq, void **out)
+{
+	int64_t b = ws_ld(&dq->bottom, WS_MO_RLX) - 1;
+	struct ws_deque_buf *a = ws_ld(&dq->buf, WS_MO_RLX);	/* owner wrote it */
+	int64_t t;
+	void *x;
+
+#ifndef WS_NO_FENCES
+	ws_st(&dq->bottom, b, WS_MO_RLX);
+	/* seq_cst fence: store(bottom) -> load(top) must not be reordered;
+	 * pairs with the seq_cst fence in steal. acq_rel here is a known bug. */
+	ws_fence(WS_DQ_TAKE_FENCE);
+	t = ws_ld(&dq->top, WS_MO_RLX);
+#else
+	/* seq_cst store and load: the same store-load order, both in S. */
+	ws_st(&dq->bottom, b, WS_MO_SC);
+	t = ws_ld(&dq->top, WS_MO_SC);
+#endif
+	if (t > b) {
+		/* Empty: undo, and use the quiet moment to reclaim. */
+		ws_st(&dq->bottom, b + 1, WS_MO_RLX);
+		ws__dq_reclaim(dq);
+		return 0;
+	}
+	x = ws__dq_slot_ld(a, b);
+	if (t == b) {
+		/* Last item: race the thieves. seq_cst as in Le et al.; a failed
+		 * CAS only needs to know it failed. */
+		int won = ws_cas(&dq->top, &t, t + 1, WS_MO_SC, WS_MO_RLX);
+
+		ws_st(&dq->bottom, b + 1, WS_MO_RLX);
+		if (!won)
+			return 0;
+	} else if (ws_unlikely(a->cap > dq->min_cap && (b - t) <= a->cap / 8)) {
+		/* After a burst: halve. Failure to allocate just keeps the old one. */
+		if (ws__dq_resize(dq, a, t, b, a->cap / 2))
+			ws__dq_count(&dq->nr_shrinks);
+	}
+	*out = x;
+	return 1;
+}
+
+/* Returns WS_STEAL_{EMPTY,OK,RETRY} as 0, 1, 2. */
+static int ws__dq_steal(struct ws_deque *dq, void **out)
+{
+	struct ws_deque_buf *a;
+	int64_t t, b;
+	void *x;
+	int won;
+
+#ifndef WS_NO_FENCES
+	/* acquire: pairs with the CAS of the thief or pop that last moved top. */
+	t = ws_ld(&dq->top, WS_MO_ACQ);
+	/* seq_cst fence: load(top) -> load(bottom) in S; pairs with pop's. */
+	ws_fence(WS_MO_SC);
+	/* acquire: pairs with push's release fence (slot and buffer visible). */
+	b = ws_ld(&dq->bottom, WS_MO_ACQ);
+#else
+	t = ws_ld(&dq->top, WS_MO_SC);
+	b = ws_ld(&dq->bottom, WS_MO_SC);
+#endif
+	if (t >= b)
+		return 0;
+	/* seq_cst: announce before loading the buffer (reclamation handshake). */
+	ws_fadd(&dq->readers, 1, WS_MO_SC);
+	/* seq_cst: must come after the announce in S; also an acquire of the
+	 * copied slots (pairs with the seq_cst store in resize). */
+	a = ws_ld(&dq->buf, WS_MO_SC);
+	x = ws__dq_slot_ld(a, t);
+	/* acquire: re-check the buffer before claiming (CVE-2021-32810). */
+	if (ws_ld(&dq->buf, WS_MO_ACQ) != a) {
+		ws_fsub(&dq->readers, 1, WS_MO_REL);
+		return 2;
+	}
+	/* seq_cst: claims index t against pop and other thieves. */
+	won = ws_cas(&dq->top, &t, t + 1, WS_MO_SC, WS_MO_RLX);
+	/* release: our reads of the buffer happen before a reclaim that reads
+	 * this decrement (pairs with the seq_cst load in ws__dq_reclaim). */
+	ws_fsub(&dq->readers, 1, WS_MO_REL);
+	if (!won)
+		return 2;
+	*out = x;
+	return 1;
+}
+
+static int64_t ws__dq_size(struct ws_deque *dq)
+{
+	int64_t b = ws_ld(&dq->bottom, WS_MO_RLX);
+	int64_t t = ws_ld(&dq->top, WS_MO_RLX);
+
+	return b > t ? b - t : 0;
+}
+
+/* Owner, no concurrent thieves: free everything but the struct itself. */
+static void ws__dq_fini(struct ws_deque *dq)
+{
+	struct ws_deque_buf *a, *next;
+
+	for (a = dq->retired; a; a = next) {
+		next = a->next;
+		ws__buf_free(a);
+	}
+	dq->retired = NULL;
+	ws__buf_free(ws_ld(&dq->buf, WS_MO_RLX));
+}
+
+#endif /* WSCHED_DEQUE_IMPL_H */

@@ -1,0 +1,1021 @@
+// SPDX-License-Identifier: LGPL-2.1-only OR BSD-2-Clause
+/*
+ * The fork/join runtime: pools of workers, a split deque per worker, the
+ * public job queue and the idle policy.
+ *
+ * Split deque (task_internal.h has the layout). The owner's spawn and sync
+ * of private tasks use only plain loads/stores on owner-private fields and a
+ * relaxed store of the slot; no read-modify-write, no fence. Thieves see only
+ * [head, split), through the 64-bit word ts = split << 32 | head, and take
+ * the oldest public task with one CAS on ts (head + 1), so steals are
+ * lock-free. A thief that finds nothing public sets bit _WS_REQ_SPLIT of
+ * the victim's req word; the owner answers at its next spawn by moving split up over the older half
+ * of its private tasks with a CAS on ts (seq_cst: a release of the slots and
+ * frames to thieves, and the store side of the sleeper handshake below).
+ *
+ * Owner sync of the task at index i = tail - 1:
+ * - i >= split: private, run it inline (the fast path).
+ * - i < split, head <= i: take it back with a CAS ts {head, split} ->
+ *   {head, i}; thieves CASing at the same time either win index head < i
+ *   (the owner retries) or lose. Then run inline.
+ * - head > i: a thief has it. Then head == split == i + 1 (split <= tail
+ *   always holds, and everything above i was popped already), so no thief can
+ *   change ts any more. The owner keeps tail = i + 1 while it waits (tasks it
+ *   runs meanwhile push above i, never over slot i), and once the thief has
+ *   marked the frame done it resets ts to {i, i} with a plain store: any CAS
+ *   of a thief expects a state with head < split, which never equals it.
+ * ABA on ts is harmless: a thief reads the slot only after its CAS succeeded,
+ * and while index h is claimed by a thief, slot h is not rewritten until the
+ * owner's sync of that task has seen the thief finish it. The thief's CAS is
+ * an acquire that reads from the latest exposing CAS (release) or from RMWs
+ * in its release sequence (thieves' CASes and the owner's take-backs; the
+ * reset store only happens when nothing is public), so the slot and the frame
+ * written before the exposure are visible.
+ *
+ * Idle policy. The pool's idle word counts sleeping (high half) and
+ * searching (low half) workers. A worker out of work becomes a searcher if
+ * fewer than max_searching are (else it parks at once), steals from random
+ * victims (cache-sharing ones first when pinned), then the public queue; it
+ * spins with pause between rounds for spin_ns, then calls sched_yield()
+ * between rounds (Arora, Blumofe & Plaxton) for yield_ns, then parks.
+ * Parking is a two-phase event (prepare, re-check, commit): under the sleep
+ * lock the worker pushes itself on the sleeper list and turns "searching"
+ * into "sleeping" with one seq_cst RMW on the idle word; then it re-checks
+ * with seq_cst loads every place new work can appear - the public queue
+ * counter, every worker's ts, the stop flag - and only then waits on its own
+ * futex word. Producers publish first (a seq_cst RMW: the queue counter, or
+ * the exposing CAS on ts), then read the idle word (seq_cst) and wake one
+ * sleeper if there are sleepers and no searchers. In the single total order
+ * of those seq_cst operations either the producer sees the sleeper or the
+ * sleeper's re-check sees the work: no lost wakeup. A woken worker is counted
+ * as a searcher by its waker, so one new piece of work wakes one worker, and
+ * a searcher that finds work while it was the last searcher wakes one more
+ * (ramp-up, as in Go's scheduler).
+ *
+ * Spawn reads one word, its own req, relaxed. A worker that parks while
+ * nobody is left searching sets _WS_REQ_WAKE in every worker's req, so the
+ * next spawn anywhere checks the idle word (seq_cst) and wakes a sleeper if
+ * nobody searches; the spawn that handled the hint clears it.
+ *
+ * Accepted races, and why they are harmless: spawn reads req relaxed,
+ * without a fence, so a request or hint set just after it is seen one spawn
+ * later; private tasks are not stealable anyway until exposed, and the owner
+ * runs them itself meanwhile. The _thief hint may be stale; it only orders the
+ * victims a waiting owner tries first.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wsched/pool.h"
+#include "atomic_internal.h"
+
+#define WS_DEFAULT_SPIN_NS	50000ull
+#define WS_DEFAULT_YIELD_NS	200000ull
+#define WS_DEFAULT_DEQUE	8192u
+#define WS_MAX_DEQUE		(1u << 30)
+#define WS_MAX_WORKERS		4096u
+
+#define IDLE_SLEEPING(v)	((uint32_t)((v) >> 32))
+#define IDLE_SEARCHING(v)	((uint32_t)(v))
+
+#define JOB_DONE		1u
+#define JOB_WAITERS		2u
+
+struct ws_worker {
+	struct _ws_wdeque d;		/* must stay first (task_internal.h) */
+	struct ws_pool *pool;
+	unsigned idx;
+	pthread_t tid;
+	bool started;
+	int cpu;			/* pinned CPU or -1 */
+	int cache_id;			/* first CPU of its shared cache, or -1 */
+	unsigned *near;			/* same-cache peers */
+	unsigned nr_near;
+	uint64_t rng;
+	/* Sleep: the futex word and the sleeper list link. */
+	WS_CACHE_ALIGNED _Atomic uint32_t parked;
+	struct ws_worker *next_sleeper;
+	bool in_list;			/* under pool->sleep_lock */
+	/* Counters: single writer, relaxed. */
+	_Atomic uint64_t nr_steals;
+	_Atomic uint64_t nr_steal_fails;
+	_Atomic uint64_t nr_public;
+	_Atomic uint64_t nr_parks;
+	_Atomic uint64_t nr_wakeups;
+	_Atomic uint64_t nr_exposes;
+};
+
+struct ws_pool {
+	unsigned nr;
+	struct ws_worker **w;
+	uint64_t spin_ns, yield_ns;
+	unsigned max_searching;
+	bool no_spin;
+	size_t stack_size;
+	/* sleeping << 32 | searching; __atomic builtins */
+	WS_CACHE_ALIGNED uint64_t idle;
+	WS_CACHE_ALIGNED pthread_mutex_t sleep_lock;
+	struct ws_worker *sleepers;
+	WS_CACHE_ALIGNED pthread_mutex_t q_lock;
+	struct ws_job *q_head, *q_tail;
+	bool q_closed;
+	_Atomic uint32_t nr_queued;
+	_Atomic int stop;
+};
+
+/* ------------------------------------------------------------ helpers */
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);	/* vDSO: no syscall */
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void count(_Atomic uint64_t *c)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+}
+
+static inline uint32_t rnd(struct ws_worker *w, uint32_t n)
+{
+	uint64_t x = w->rng;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	w->rng = x;
+	return (uint32_t)(((x >> 32) * (uint64_t)n) >> 32);
+}
+
+static inline uint64_t mk_ts(uint32_t head, uint32_t split)
+{
+	return (uint64_t)split << 32 | head;
+}
+
+static long futex(void *addr, int op, uint32_t val)
+{
+	return syscall(SYS_futex, addr, op, val, NULL, NULL, 0);
+}
+
+static void futex_wait(_Atomic uint32_t *addr, uint32_t val)
+{
+	futex(addr, FUTEX_WAIT_PRIVATE, val);	/* EINTR/EAGAIN: caller loops */
+}
+
+static void futex_wake(void *addr, int n)
+{
+	futex(addr, FUTEX_WAKE_PRIVATE, (uint32_t)n);
+}
+
+/* Add to the idle word; returns the old value. seq_cst: see the essay. */
+static inline uint64_t idle_add(struct ws_pool *p, int sleeping, int searching)
+{
+	uint64_t d = (uint64_t)((int64_t)sleeping * ((int64_t)1 << 32) + searching);
+
+	return __atomic_fetch_add(&p->idle, d, __ATOMIC_SEQ_CST);
+}
+
+/* ------------------------------------------------------------ sleep/wake */
+
+/* Wake one sleeper, counting it as a searcher. */
+static bool wake_one(struct ws_pool *p)
+{
+	struct ws_worker *v;
+
+	pthread_mutex_lock(&p->sleep_lock);
+	v = p->sleepers;
+	if (v) {
+		p->sleepers = v->next_sleeper;
+		v->in_list = false;
+		idle_add(p, -1, +1);
+		/* release: whatever the waker published is visible to v. */
+		atomic_store_explicit(&v->parked, 0, memory_order_release);
+	}
+	pthread_mutex_unlock(&p->sleep_lock);
+	if (v)
+		futex_wake(&v->parked, 1);
+	return v != NULL;
+}
+
+static void wake_all(struct ws_pool *p)
+{
+	while (wake_one(p))
+		;
+}
+
+/* A producer published work with a seq_cst RMW: wake one if nobody looks. */
+static inline void maybe_wake(struct ws_pool *p)
+{
+	/* seq_cst: the load side of the producer/sleeper handshake. */
+	uint64_t v = __atomic_load_n(&p->idle, __ATOMIC_SEQ_CST);
+
+	if (IDLE_SLEEPING(v) && !IDLE_SEARCHING(v))
+		wake_one(p);
+}
+
+/* Ask every worker to check, at its next spawn, whether to wake a sleeper. */
+static void hint_wake(struct ws_pool *p)
+{
+	unsigned i;
+
+	for (i = 0; i < p->nr; i++) {
+		uint32_t *req = &p->w[i]->d.req;
+
+		if (!(__atomic_load_n(req, __ATOMIC_RELAXED) & _WS_REQ_WAKE))
+			__atomic_fetch_or(req, _WS_REQ_WAKE, __ATOMIC_RELAXED);
+	}
+}
+
+/* Is there work a sleeper must not sleep through? seq_cst loads (essay). */
+static bool work_visible(struct ws_pool *p)
+{
+	unsigned i;
+
+	if (atomic_load_explicit(&p->nr_queued, memory_order_seq_cst) ||
+	    atomic_load_explicit(&p->stop, memory_order_seq_cst))
+		return true;
+	for (i = 0; i < p->nr; i++) {
+		uint64_t ts = __atomic_load_n(&p->w[i]->d.ts, __ATOMIC_SEQ_CST);
+
+		if ((uint32_t)ts < (uint32_t)(ts >> 32))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Park @w. Returns true if it comes back counted as a searcher (woken, or
+ * taken off the list by a waker during the re-check), false if it cancelled
+ * the park itself and is neither sleeping nor searching.
+ */
+static bool park(struct ws_worker *w, bool searching)
+{
+	struct ws_pool *p = w->pool;
+	uint64_t old;
+	bool counted;
+
+	pthread_mutex_lock(&p->sleep_lock);
+	atomic_store_explicit(&w->parked, 1, memory_order_relaxed);
+	w->next_sleeper = p->sleepers;
+	p->sleepers = w;
+	w->in_list = true;
+	old = idle_add(p, +1, searching ? -1 : 0);	/* prepare: seq_cst RMW */
+	pthread_mutex_unlock(&p->sleep_lock);
+	if (IDLE_SEARCHING(old) == (searching ? 1u : 0u))
+		hint_wake(p);		/* nobody searches now: spawns should wake */
+
+	if (work_visible(p)) {			/* re-check */
+		pthread_mutex_lock(&p->sleep_lock);
+		counted = !w->in_list;
+		if (w->in_list) {
+			struct ws_worker **pp = &p->sleepers;
+
+			while (*pp != w)
+				pp = &(*pp)->next_sleeper;
+			*pp = w->next_sleeper;
+			w->in_list = false;
+			idle_add(p, -1, 0);
+			atomic_store_explicit(&w->parked, 0, memory_order_relaxed);
+		}
+		pthread_mutex_unlock(&p->sleep_lock);
+		return counted;
+	}
+	count(&w->nr_parks);
+	/* acquire: pairs with the waker's release store. */
+	while (atomic_load_explicit(&w->parked, memory_order_acquire))
+		futex_wait(&w->parked, 1);
+	count(&w->nr_wakeups);
+	return true;
+}
+
+static bool try_enter_searching(struct ws_pool *p)
+{
+	uint64_t v = __atomic_load_n(&p->idle, __ATOMIC_RELAXED);
+
+	do {
+		if (IDLE_SEARCHING(v) >= p->max_searching)
+			return false;
+	} while (!__atomic_compare_exchange_n(&p->idle, &v, v + 1, false, __ATOMIC_SEQ_CST,
+					      __ATOMIC_RELAXED));
+	return true;
+}
+
+/* Found work while searching: stop searching; the last searcher to leave
+ * while others sleep wakes one, so that work spreads (Go's rule). */
+static void leave_searching(struct ws_pool *p, bool found)
+{
+	uint64_t old = idle_add(p, 0, -1);
+
+	if (found && IDLE_SEARCHING(old) == 1 && IDLE_SLEEPING(old))
+		wake_one(p);
+}
+
+/* ------------------------------------------------------------ stealing */
+
+static struct ws_task *steal_from(struct ws_worker *w, struct ws_worker *v)
+{
+	struct _ws_wdeque *d = &v->d;
+	/* acquire: see the comment at the CAS. */
+	uint64_t ts = __atomic_load_n(&d->ts, __ATOMIC_ACQUIRE);
+
+	for (;;) {
+		uint32_t h = (uint32_t)ts, s = (uint32_t)(ts >> 32);
+		struct ws_task *t;
+
+		if (h >= s) {
+			/* Ask the owner to share; read first so that idle
+			 * thieves do not keep writing the owner's line. */
+			if (!(__atomic_load_n(&d->req, __ATOMIC_RELAXED) & _WS_REQ_SPLIT))
+				__atomic_fetch_or(&d->req, _WS_REQ_SPLIT, __ATOMIC_RELAXED);
+			return NULL;
+		}
+		/* acquire: reads from the owner's exposing CAS (release) or an
+		 * RMW in its release sequence; slot h and its frame are then
+		 * visible. On failure ts is reloaded (acquire) and we retry:
+		 * some other steal or the owner made progress (lock-free). */
+		if (__atomic_compare_exchange_n(&d->ts, &ts, mk_ts(h + 1, s), false,
+						__ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
+			t = __atomic_load_n(&d->slot[h], __ATOMIC_RELAXED);
+			__atomic_store_n(&t->_thief, w->idx, __ATOMIC_RELAXED);
+			return t;
+		}
+	}
+}
+
+/* One round over victims: same-cache peers first, then anyone. */
+static struct ws_task *steal_round(struct ws_worker *w, unsigned prefer)
+{
+	struct ws_pool *p = w->pool;
+	unsigned n = p->nr, k, tries;
+	struct ws_task *t;
+
+	if (n < 2)
+		return NULL;
+	if (prefer < n && prefer != w->idx) {
+		t = steal_from(w, p->w[prefer]);
+		if (t)
+			goto found;
+		count(&w->nr_steal_fails);
+	}
+	for (k = 0; k < w->nr_near; k++) {
+		t = steal_from(w, p->w[w->near[rnd(w, w->nr_near)]]);
+		if (t)
+			goto found;
+		count(&w->nr_steal_fails);
+	}
+	tries = 2 * (n - 1);
+	for (k = 0; k < tries; k++) {
+		unsigned v = rnd(w, n - 1);
+
+		t = steal_from(w, p->w[v >= w->idx ? v + 1 : v]);
+		if (t)
+			goto found;
+		count(&w->nr_steal_fails);
+	}
+	return NULL;
+found:
+	count(&w->nr_steals);
+	return t;
+}
+
+static void run_stolen(struct ws_worker *w, struct ws_task *t)
+{
+	int r = _ws_run(w, t);
+
+	__atomic_store_n(&t->_result, r, __ATOMIC_RELAXED);
+	/* release: the result and the task's effects happen before the owner's
+	 * acquire of _done. The frame may be gone right after this store. */
+	__atomic_store_n(&t->_done, 1, __ATOMIC_RELEASE);
+}
+
+static struct ws_job *take_public(struct ws_pool *p)
+{
+	struct ws_job *j;
+
+	if (!atomic_load_explicit(&p->nr_queued, memory_order_relaxed))
+		return NULL;
+	pthread_mutex_lock(&p->q_lock);
+	j = p->q_head;
+	if (j) {
+		p->q_head = j->_next;
+		if (!p->q_head)
+			p->q_tail = NULL;
+		atomic_fetch_sub_explicit(&p->nr_queued, 1, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&p->q_lock);
+	return j;
+}
+
+static void run_job(struct ws_worker *w, struct ws_job *j)
+{
+	int r;
+	uint32_t old;
+
+	count(&w->nr_public);
+	r = _ws_run(w, &j->_task);
+	__atomic_store_n(&j->_task._result, r, __ATOMIC_RELAXED);
+	/* release: result and effects before the waiter's acquire. */
+	old = __atomic_exchange_n(&j->_state, JOB_DONE, __ATOMIC_ACQ_REL);
+	if (old & JOB_WAITERS)
+		futex_wake(&j->_state, INT_MAX);	/* address only: safe if freed */
+}
+
+/* Pause between failed rounds: spin (time-calibrated), then yield. Returns
+ * false once the spin and yield budgets are used up. */
+static bool backoff(struct ws_pool *p, uint64_t start)
+{
+	uint64_t el = now_ns() - start;
+	int i;
+
+	if (el < p->spin_ns) {
+		for (i = 0; i < 64; i++)
+			ws_cpu_relax();
+		return true;
+	}
+	if (el < p->spin_ns + p->yield_ns) {
+		sched_yield();
+		return true;
+	}
+	return false;
+}
+
+/* ------------------------------------------------------------ workers */
+
+enum { FOUND_NONE, FOUND_TASK, FOUND_JOB };
+
+static int find_work(struct ws_worker *w, struct ws_task **tp, struct ws_job **jp)
+{
+	struct ws_pool *p = w->pool;
+	bool searching = try_enter_searching(p);
+
+	for (;;) {
+		if (searching) {
+			uint64_t start = now_ns();
+
+			for (;;) {
+				if ((*tp = steal_round(w, UINT_MAX))) {
+					leave_searching(p, true);
+					return FOUND_TASK;
+				}
+				if ((*jp = take_public(p))) {
+					leave_searching(p, true);
+					return FOUND_JOB;
+				}
+				if (atomic_load_explicit(&p->stop, memory_order_acquire) &&
+				    !atomic_load_explicit(&p->nr_queued, memory_order_acquire)) {
+					leave_searching(p, false);
+					return FOUND_NONE;
+				}
+				if (p->no_spin || !backoff(p, start))
+					break;
+			}
+		} else if (atomic_load_explicit(&p->stop, memory_order_acquire) &&
+			   !atomic_load_explicit(&p->nr_queued, memory_order_acquire)) {
+			return FOUND_NONE;
+		}
+		searching = park(w, searching);
+		if (!searching)
+			searching = try_enter_searching(p);
+	}
+}
+
+static void pin_self(struct ws_worker *w)
+{
+	cpu_set_t set;
+
+	if (w->cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(w->cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);	/* best effort */
+}
+
+static void *worker_main(void *arg)
+{
+	struct ws_worker *w = arg;
+	struct ws_task *t;
+	struct ws_job *j;
+	int r;
+
+	pin_self(w);
+	while ((r = find_work(w, &t, &j)) != FOUND_NONE) {
+		if (r == FOUND_TASK)
+			run_stolen(w, t);
+		else
+			run_job(w, j);
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------ spawn/sync slow paths */
+
+/* Share the older half of the private tasks with thieves. */
+static void expose(struct ws_worker *w)
+{
+	struct _ws_wdeque *d = &w->d;
+	uint32_t s = d->split, n = d->tail - s, ns, i;
+	uint64_t ts;
+
+	if (!n)
+		return;
+	ns = s + (n + 1) / 2;
+	for (i = s; i < ns; i++)
+		__atomic_store_n(&d->slot[i]->_done, 0, __ATOMIC_RELAXED);
+	ts = __atomic_load_n(&d->ts, __ATOMIC_RELAXED);
+	/* seq_cst: releases slots [s, ns) and their frames to thieves (their
+	 * CAS acquires), and is the producer's RMW of the sleeper handshake. */
+	while (!__atomic_compare_exchange_n(&d->ts, &ts, mk_ts((uint32_t)ts, ns), false,
+					    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		;
+	d->split = ns;
+	count(&w->nr_exposes);
+}
+
+void _ws_spawn_slow(struct ws_worker *w)
+{
+	/* Take both requests at once; a request set after this is seen at a
+	 * later spawn. */
+	uint32_t r = __atomic_exchange_n(&w->d.req, 0, __ATOMIC_RELAXED);
+
+	if (r & _WS_REQ_SPLIT)
+		expose(w);	/* then maybe_wake: the producer's handshake */
+	if (r & (_WS_REQ_SPLIT | _WS_REQ_WAKE))
+		maybe_wake(w->pool);
+}
+
+void _ws_spawn_full(struct ws_worker *w, struct ws_task *t)
+{
+	/* Deque full: run the child now. Count it only afterwards, so that
+	 * syncs nested inside it do not take it for theirs. */
+	t->_result = _ws_run(w, t);
+	w->d.overflow++;
+}
+
+int _ws_group_trampoline(struct ws_worker *w, void *arg)
+{
+	struct ws_task *t = arg;
+	struct ws_group *g = t->_group;
+	int r, zero = 0;
+
+	if (ws_group_cancelled(g))
+		return -ECANCELED;
+	r = t->_gfn(w, t->_garg);
+	if (r < 0) {
+		/* release: pairs with the acquire in ws_group_error. */
+		__atomic_compare_exchange_n(&g->_error, &zero, r, false, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED);
+		ws_group_cancel(g);
+	}
+	return r;
+}
+
+/* Wait for a stolen task, running other tasks meanwhile (leapfrogging:
+ * first from the thief that took it). */
+static void wait_stolen(struct ws_worker *w, struct ws_task *t)
+{
+	struct ws_pool *p = w->pool;
+	uint64_t start = 0;
+
+	/* acquire: pairs with the thief's release in run_stolen. */
+	while (!__atomic_load_n(&t->_done, __ATOMIC_ACQUIRE)) {
+		struct ws_task *x = steal_round(w, __atomic_load_n(&t->_thief, __ATOMIC_RELAXED));
+
+		if (x) {
+			run_stolen(w, x);
+			start = 0;
+			continue;
+		}
+		if (!start)
+			start = now_ns();
+		if (now_ns() - start < p->spin_ns) {
+			for (int i = 0; i < 32; i++)
+				ws_cpu_relax();
+		} else {
+			sched_yield();
+		}
+	}
+}
+
+int _ws_sync_slow(struct ws_worker *w, struct ws_task *t)
+{
+	struct _ws_wdeque *d = &w->d;
+	uint32_t i = d->tail - 1;
+	uint64_t ts = __atomic_load_n(&d->ts, __ATOMIC_RELAXED);
+
+	while ((uint32_t)ts <= i) {
+		/* relaxed: the owner only needs atomicity against thieves' CAS;
+		 * the frame is its own. */
+		if (__atomic_compare_exchange_n(&d->ts, &ts, mk_ts((uint32_t)ts, i), false,
+						__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			d->split = i;
+			d->tail = i;
+			return _ws_run(w, t);
+		}
+	}
+	/* Stolen: head == split == i + 1; keep slot i until the thief is done. */
+	wait_stolen(w, t);
+	/* release: not needed for thieves (nothing is public), kept for clarity
+	 * of the later exposures' release sequences. */
+	__atomic_store_n(&d->ts, mk_ts(i, i), __ATOMIC_RELEASE);
+	d->split = i;
+	d->tail = i;
+	return __atomic_load_n(&t->_result, __ATOMIC_RELAXED);
+}
+
+/* ------------------------------------------------------------ parallel_for */
+
+struct pfor {
+	long lo, hi, grain;
+	ws_range_fn body;
+	void *arg;
+};
+
+static int pfor_task(struct ws_worker *w, void *arg)
+{
+	struct pfor *a = arg;
+	int r1, r2;
+
+	if (a->hi - a->lo <= a->grain)
+		return a->body(w, a->lo, a->hi, a->arg);
+	{
+		long mid = a->lo + (a->hi - a->lo) / 2;
+		struct pfor right = { mid, a->hi, a->grain, a->body, a->arg };
+		struct pfor left = { a->lo, mid, a->grain, a->body, a->arg };
+		struct ws_task t;
+
+		ws_spawn(w, &t, pfor_task, &right);
+		r1 = pfor_task(w, &left);
+		r2 = ws_sync(w, &t);
+	}
+	return r1 < 0 ? r1 : r2 < 0 ? r2 : 0;
+}
+
+int ws_parallel_for(struct ws_worker *w, long lo, long hi, long grain, ws_range_fn body,
+		    void *arg)
+{
+	struct pfor a = { lo, hi, grain, body, arg };
+
+	if (!w || !body)
+		return -EINVAL;
+	if (hi <= lo)
+		return 0;
+	if (grain <= 0) {
+		grain = (hi - lo) / (8 * (long)w->pool->nr);
+		if (grain < 1)
+			grain = 1;
+	}
+	a.grain = grain;
+	return pfor_task(w, &a);
+}
+
+/* ------------------------------------------------------------ jobs */
+
+int ws_pool_submit(struct ws_pool *p, struct ws_job *job, struct ws_group *group,
+		   ws_task_fn fn, void *arg)
+{
+	if (!p || !job || !fn)
+		return -EINVAL;
+	if (group) {
+		job->_task._fn = _ws_group_trampoline;
+		job->_task._arg = &job->_task;
+		job->_task._gfn = fn;
+		job->_task._garg = arg;
+	} else {
+		job->_task._fn = fn;
+		job->_task._arg = arg;
+	}
+	job->_task._group = group;
+	job->_task._result = 0;
+	job->_task._done = 0;
+	job->_next = NULL;
+	job->_pool = p;
+	__atomic_store_n(&job->_state, 0, __ATOMIC_RELAXED);
+
+	pthread_mutex_lock(&p->q_lock);
+	if (p->q_closed) {
+		pthread_mutex_unlock(&p->q_lock);
+		return -ESHUTDOWN;
+	}
+	if (p->q_tail)
+		p->q_tail->_next = job;
+	else
+		p->q_head = job;
+	p->q_tail = job;
+	/* seq_cst: the producer's RMW of the sleeper handshake. */
+	atomic_fetch_add_explicit(&p->nr_queued, 1, memory_order_seq_cst);
+	pthread_mutex_unlock(&p->q_lock);
+	maybe_wake(p);
+	return 0;
+}
+
+bool ws_job_done(const struct ws_job *job)
+{
+	return __atomic_load_n(&job->_state, __ATOMIC_ACQUIRE) & JOB_DONE;
+}
+
+static struct ws_worker *self_in(struct ws_pool *p)
+{
+	pthread_t me = pthread_self();
+	unsigned i;
+
+	for (i = 0; i < p->nr; i++)
+		if (p->w[i]->started && pthread_equal(p->w[i]->tid, me))
+			return p->w[i];
+	return NULL;
+}
+
+int ws_job_wait(struct ws_job *job)
+{
+	struct ws_pool *p = job->_pool;
+	struct ws_worker *w = self_in(p);
+	uint64_t start = now_ns();
+	uint32_t s;
+
+	if (w) {
+		/* A worker must not block: help until the job is done. */
+		while (!ws_job_done(job)) {
+			struct ws_task *t = steal_round(w, UINT_MAX);
+			struct ws_job *j;
+
+			if (t)
+				run_stolen(w, t);
+			else if ((j = take_public(p)))
+				run_job(w, j);
+			else
+				sched_yield();
+		}
+		return __atomic_load_n(&job->_task._result, __ATOMIC_RELAXED);
+	}
+	while (!ws_job_done(job) && now_ns() - start < 20000)
+		ws_cpu_relax();
+	for (;;) {
+		/* acquire: pairs with the exchange in run_job. */
+		s = __atomic_load_n(&job->_state, __ATOMIC_ACQUIRE);
+		if (s & JOB_DONE)
+			break;
+		if (!(s & JOB_WAITERS) &&
+		    !__atomic_compare_exchange_n(&job->_state, &s, s | JOB_WAITERS, false,
+						 __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
+			continue;
+		futex((void *)&job->_state, FUTEX_WAIT_PRIVATE, s | JOB_WAITERS);
+	}
+	return __atomic_load_n(&job->_task._result, __ATOMIC_RELAXED);
+}
+
+int ws_pool_run(struct ws_pool *p, ws_task_fn fn, void *arg)
+{
+	struct ws_job job;
+	int r = ws_pool_submit(p, &job, NULL, fn, arg);
+
+	return r ? r : ws_job_wait(&job);
+}
+
+/* ------------------------------------------------------------ create/destroy */
+
+void ws_pool_attr_init(struct ws_pool_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+}
+
+/* Highest cache level shared by @cpu: the first CPU of its shared list. */
+static int cache_id_of(int cpu)
+{
+	int idx, best_level = -1, id = -1;
+
+	for (idx = 0; idx < 8; idx++) {
+		char path[128], buf[256];
+		int level, first;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cache/index%d/level",
+			 cpu, idx);
+		f = fopen(path, "re");
+		if (!f)
+			break;
+		if (fscanf(f, "%d", &level) != 1)
+			level = -1;
+		fclose(f);
+		snprintf(path, sizeof(path),
+			 "/sys/devices/system/cpu/cpu%d/cache/index%d/shared_cpu_list", cpu, idx);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f) && sscanf(buf, "%d", &first) == 1 &&
+		    level > best_level) {
+			best_level = level;
+			id = first;
+		}
+		fclose(f);
+	}
+	return id;
+}
+
+static void free_pool(struct ws_pool *p)
+{
+	unsigned i;
+
+	if (p->w) {
+		for (i = 0; i < p->nr; i++) {
+			if (!p->w[i])
+				continue;
+			free(p->w[i]->d.slot);
+			free(p->w[i]->near);
+			free(p->w[i]);
+		}
+		free(p->w);
+	}
+	pthread_mutex_destroy(&p->sleep_lock);
+	pthread_mutex_destroy(&p->q_lock);
+	free(p);
+}
+
+static void stop_and_join(struct ws_pool *p)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&p->q_lock);
+	p->q_closed = true;
+	pthread_mutex_unlock(&p->q_lock);
+	/* seq_cst: sleepers re-check stop after registering (essay). */
+	atomic_store_explicit(&p->stop, 1, memory_order_seq_cst);
+	wake_all(p);
+	for (i = 0; i < p->nr; i++)
+		if (p->w[i] && p->w[i]->started)
+			pthread_join(p->w[i]->tid, NULL);
+}
+
+int ws_pool_create(struct ws_pool **out, const struct ws_pool_attr *attr)
+{
+	struct ws_pool_attr a;
+	struct ws_pool *p;
+	cpu_set_t set;
+	int cpus[CPU_SETSIZE], nr_cpus = 0, c, err = 0;
+	unsigned i, k;
+	pthread_attr_t pa;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (attr)
+		a = *attr;
+	else
+		ws_pool_attr_init(&a);
+	if (a.nr_workers > WS_MAX_WORKERS || a.deque_size > WS_MAX_DEQUE)
+		return -EINVAL;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+		for (c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &set))
+				cpus[nr_cpus++] = c;
+	}
+	if (!a.nr_workers)
+		a.nr_workers = nr_cpus > 0 ? (unsigned)nr_cpus : 1;
+
+	p = aligned_alloc(64, (sizeof(*p) + 63) & ~(size_t)63);
+	if (!p)
+		return -ENOMEM;
+	memset(p, 0, sizeof(*p));
+	pthread_mutex_init(&p->sleep_lock, NULL);
+	pthread_mutex_init(&p->q_lock, NULL);
+	p->nr = a.nr_workers;
+	p->spin_ns = a.spin_ns ? a.spin_ns : WS_DEFAULT_SPIN_NS;
+	p->yield_ns = a.yield_ns ? a.yield_ns : WS_DEFAULT_YIELD_NS;
+	p->no_spin = a.no_spin;
+	p->max_searching = a.max_searching ? a.max_searching :
+			   (p->nr / 2 ? p->nr / 2 : 1);
+	p->stack_size = a.stack_size;
+	p->w = calloc(p->nr, sizeof(*p->w));
+	if (!p->w) {
+		free_pool(p);
+		return -ENOMEM;
+	}
+	for (i = 0; i < p->nr; i++) {
+		struct ws_worker *w = aligned_alloc(64, (sizeof(*w) + 63) & ~(size_t)63);
+
+		if (!w) {
+			free_pool(p);
+			return -ENOMEM;
+		}
+		memset(w, 0, sizeof(*w));
+		p->w[i] = w;
+		w->pool = p;
+		w->idx = i;
+		w->d.cap = a.deque_size ? a.deque_size : WS_DEFAULT_DEQUE;
+		w->d.slot = calloc(w->d.cap, sizeof(*w->d.slot));
+		w->rng = 0x9e3779b97f4a7c15ull * (i + 1) ^ (uint64_t)(uintptr_t)p;
+		if (!w->rng)
+			w->rng = 1;
+		w->cpu = a.pin && nr_cpus > 0 ? cpus[i % (unsigned)nr_cpus] : -1;
+		w->cache_id = w->cpu >= 0 ? cache_id_of(w->cpu) : -1;
+		if (!w->d.slot) {
+			free_pool(p);
+			return -ENOMEM;
+		}
+	}
+	/* Cache-sharing peers, when pinned and the topology is known. */
+	for (i = 0; i < p->nr; i++) {
+		struct ws_worker *w = p->w[i];
+
+		if (w->cache_id < 0)
+			continue;
+		w->near = calloc(p->nr, sizeof(*w->near));
+		if (!w->near) {
+			free_pool(p);
+			return -ENOMEM;
+		}
+		for (k = 0; k < p->nr; k++)
+			if (k != i && p->w[k]->cache_id == w->cache_id)
+				w->near[w->nr_near++] = k;
+	}
+
+	pthread_attr_init(&pa);
+	if (p->stack_size)
+		pthread_attr_setstacksize(&pa, p->stack_size);
+	for (i = 0; i < p->nr; i++) {
+		err = pthread_create(&p->w[i]->tid, &pa, worker_main, p->w[i]);
+		if (err)
+			break;
+		p->w[i]->started = true;
+	}
+	pthread_attr_destroy(&pa);
+	if (err) {
+		stop_and_join(p);
+		free_pool(p);
+		return -err;
+	}
+	*out = p;
+	return 0;
+}
+
+int ws_pool_destroy(struct ws_pool *p)
+{
+	if (!p)
+		return -EINVAL;
+	if (self_in(p))
+		return -EDEADLK;
+	stop_and_join(p);
+	free_pool(p);
+	return 0;
+}
+
+unsigned ws_pool_nr_workers(const struct ws_pool *p)
+{
+	return p->nr;
+}
+
+int ws_pool_get_stats(const struct ws_pool *p, unsigned idx, struct ws_worker_stats *st)
+{
+	struct ws_worker *w;
+
+	if (!p || !st || idx >= p->nr)
+		return -EINVAL;
+	w = p->w[idx];
+	st->nr_tasks = __atomic_load_n(&w->d.nr_tasks, __ATOMIC_RELAXED);
+	st->nr_steals = atomic_load_explicit(&w->nr_steals, memory_order_relaxed);
+	st->nr_steal_fails = atomic_load_explicit(&w->nr_steal_fails, memory_order_relaxed);
+	st->nr_public = atomic_load_explicit(&w->nr_public, memory_order_relaxed);
+	st->nr_parks = atomic_load_explicit(&w->nr_parks, memory_order_relaxed);
+	st->nr_wakeups = atomic_load_explicit(&w->nr_wakeups, memory_order_relaxed);
+	st->nr_exposes = atomic_load_explicit(&w->nr_exposes, memory_order_relaxed);
+	return 0;
+}
+
+void ws_pool_sum_stats(const struct ws_pool *p, struct ws_worker_stats *sum)
+{
+	struct ws_worker_stats st;
+	unsigned i;
+
+	memset(sum, 0, sizeof(*sum));
+	for (i = 0; i < p->nr; i++) {
+		ws_pool_get_stats(p, i, &st);
+		sum->nr_tasks += st.nr_tasks;
+		sum->nr_steals += st.nr_steals;
+		sum->nr_steal_fails += st.nr_steal_fails;
+		sum->nr_public += st.nr_public;
+		sum->nr_parks += st.nr_parks;
+		sum->nr_wakeups += st.nr_wakeups;
+		sum->nr_exposes += st.nr_exposes;
+	}
+}
+
+unsigned ws_worker_index(const struct ws_worker *w)
+{
+	return w->idx;
+}
+
+struct ws_pool *ws_worker_pool(const struct ws_worker *w)
+{
+	return w->pool;
+}

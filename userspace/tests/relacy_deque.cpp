@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: LGPL-2.1-only OR BSD-2-Clause
+/*
+ * ws_relacy_deque: the Relacy model checker runs the deque algorithm of
+ * userspace/lib/deque_impl.h (the very text the library compiles) under many
+ * thread interleavings and C++11 memory-model behaviours, through the shim in
+ * relacy_shim.hpp. Relacy reports data races, accesses to freed memory,
+ * leaks and failed assertions. Prints TAP.
+ *
+ * Instances: the library's fenced deque and the fence-free (TSAN) variant,
+ * each with (a) owner push/pop racing two thieves and (b) growth, shrink and
+ * buffer reclamation racing two thieves; and (c) a mutant whose pop fence is
+ * weakened to acq_rel - a known bug - which the checker must catch, so this
+ * test shows it can fail; and (d) a mutant that frees replaced buffers
+ * without checking for thieves, whose use-after-free the checker must catch.
+ */
+#include <fstream>
+#include <string>
+#include <unistd.h>
+#include <string.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "relacy_shim.hpp"
+
+namespace fenced {
+WS_RELACY_DEQUE_ALLOCATORS
+#include "deque_impl.h"
+WS_RELACY_DEQUE_ALLOCATORS_DEF
+}
+
+#undef WSCHED_DEQUE_IMPL_H
+#define WS_NO_FENCES
+namespace fencefree {
+WS_RELACY_DEQUE_ALLOCATORS
+#include "deque_impl.h"
+WS_RELACY_DEQUE_ALLOCATORS_DEF
+}
+#undef WS_NO_FENCES
+
+#undef WSCHED_DEQUE_IMPL_H
+#undef WS_DQ_TAKE_FENCE
+#define WS_DQ_TAKE_FENCE WS_MO_ACQREL
+namespace mutant {
+WS_RELACY_DEQUE_ALLOCATORS
+#include "deque_impl.h"
+WS_RELACY_DEQUE_ALLOCATORS_DEF
+}
+#undef WS_DQ_TAKE_FENCE
+
+#undef WSCHED_DEQUE_IMPL_H
+#define WS_DQ_TEST_UNSAFE_RECLAIM
+namespace mutant2 {
+WS_RELACY_DEQUE_ALLOCATORS
+#include "deque_impl.h"
+WS_RELACY_DEQUE_ALLOCATORS_DEF
+}
+
+#define ITEM(i)		((void *)(uintptr_t)((i) + 1))
+#define INDEX(p)	((int)((uintptr_t)(p) - 1))
+
+enum { MAX_ITEMS = 8, NR_THREADS = 3 };
+
+/* Owner (thread 0) pushes 2 items and pops twice; thieves steal once. */
+template <class NS_dq, class Tag>
+struct race_test : rl::test_suite<race_test<NS_dq, Tag>, NR_THREADS> {
+	NS_dq *dq;
+	int taken[NR_THREADS][MAX_ITEMS];
+
+	void before()
+	{
+		dq = new NS_dq;
+		memset(taken, 0, sizeof(taken));
+		RL_ASSERT(Tag::init(dq, 2) == 0);
+	}
+	void thread(unsigned id)
+	{
+		void *x;
+
+		if (id == 0) {
+			Tag::push(dq, ITEM(0));
+			Tag::push(dq, ITEM(1));
+			for (int i = 0; i < 2; i++)
+				if (Tag::pop(dq, &x))
+					taken[0][INDEX(x)]++;
+		} else if (Tag::steal(dq, &x) == 1) {
+			taken[id][INDEX(x)]++;
+		}
+	}
+	void after()
+	{
+		for (int i = 0; i < 2; i++) {
+			int n = 0;
+			for (int t = 0; t < NR_THREADS; t++)
+				n += taken[t][i];
+			RL_ASSERT(n == 1);	/* exactly once */
+		}
+		Tag::fini(dq);
+		delete dq;
+	}
+};
+
+/* Owner pushes 5 items into a 4-slot deque (grow to 8), pops until the
+ * buffer shrinks back, pops the rest; two thieves steal twice each while
+ * buffers are replaced and freed. */
+template <class NS_dq, class Tag>
+struct resize_test : rl::test_suite<resize_test<NS_dq, Tag>, NR_THREADS> {
+	NS_dq *dq;
+	int taken[NR_THREADS][MAX_ITEMS];
+
+	void before()
+	{
+		dq = new NS_dq;
+		memset(taken, 0, sizeof(taken));
+		RL_ASSERT(Tag::init(dq, 4) == 0);
+	}
+	void thread(unsigned id)
+	{
+		void *x;
+
+		if (id == 0) {
+			for (int i = 0; i < 5; i++)
+				RL_ASSERT(Tag::push(dq, ITEM(i)) == 0);
+			while (Tag::pop(dq, &x))
+				taken[0][INDEX(x)]++;
+		} else {
+			for (int k = 0; k < 2; k++)
+				if (Tag::steal(dq, &x) == 1)
+					taken[id][INDEX(x)]++;
+		}
+	}
+	void after()
+	{
+		for (int i = 0; i < 5; i++) {
+			int n = 0;
+			for (int t = 0; t < NR_THREADS; t++)
+				n += taken[t][i];
+			RL_ASSERT(n == 1);
+		}
+		Tag::fini(dq);
+		delete dq;
+	}
+};
+
+/* Two threads, explored systematically (context-bound scheduler): the owner
+ * fills a 4-slot deque and pushes a 5th item (growth replaces and, unless a
+ * thief may still read it, frees the old buffer), then pops everything; one
+ * thief steals once. A thief preempted between loading the buffer pointer and
+ * reading its slot is exactly what safe reclamation must survive. */
+template <class NS_dq, class Tag>
+struct reclaim_test : rl::test_suite<reclaim_test<NS_dq, Tag>, 2> {
+	NS_dq *dq;
+	int taken[2][MAX_ITEMS];
+
+	void before()
+	{
+		dq = new NS_dq;
+		memset(taken, 0, sizeof(taken));
+		RL_ASSERT(Tag::init(dq, 4) == 0);
+		for (int i = 0; i < 4; i++)
+			RL_ASSERT(Tag::push(dq, ITEM(i)) == 0);
+	}
+	void thread(unsigned id)
+	{
+		void *x;
+
+		if (id == 0) {
+			RL_ASSERT(Tag::push(dq, ITEM(4)) == 0);
+			while (Tag::pop(dq, &x))
+				taken[0][INDEX(x)]++;
+		} else if (Tag::steal(dq, &x) == 1) {
+			taken[1][INDEX(x)]++;
+		}
+	}
+	void after()
+	{
+		for (int i = 0; i < 5; i++)
+			RL_ASSERT(taken[0][i] + taken[1][i] == 1);
+		Tag::fini(dq);
+		delete dq;
+	}
+};
+
+#define WS_TAG(NS)								\
+	struct NS##_tag {							\
+		static int init(NS::ws_deque *d, int64_t c) { return NS::ws__dq_init(d, c); } \
+		static int push(NS::ws_deque *d, void *x) { return NS::ws__dq_push(d, x); } \
+		static int pop(NS::ws_deque *d, void **x) { return NS::ws__dq_pop(d, x); } \
+		static int steal(NS::ws_deque *d, void **x) { return NS::ws__dq_steal(d, x); } \
+		static void fini(NS::ws_deque *d) { NS::ws__dq_fini(d); }	\
+	};
+WS_TAG(fenced)
+WS_TAG(fencefree)
+WS_TAG(mutant)
+WS_TAG(mutant2)
+
+static int nr_test;
+static int nr_fail;
+
+template <class T>
+static void run(const char *name, unsigned long iterations, bool expect_ok,
+		rl::scheduler_type_e sched = rl::sched_random, unsigned bound = 1)
+{
+	rl::test_params p;
+	char path[64];
+	bool ok;
+
+	/* A file, not a string stream: Relacy intercepts operator new/delete
+	 * while it runs, and a growing string buffer trips over that. */
+	snprintf(path, sizeof(path), "/tmp/ws_relacy_%d.log", (int)getpid());
+	std::ofstream out(path);
+
+	p.iteration_count = iterations;
+	p.output_stream = &out;
+	p.progress_stream = &out;
+	p.search_type = sched;
+	p.context_bound = bound;
+	ok = rl::simulate<T>(p);
+	nr_test++;
+	if (ok == expect_ok) {
+		printf("ok %d %s (%s after %llu iterations)\n", nr_test, name,
+		       ok ? "no failure" : rl::test_result_str(p.test_result),
+		       (unsigned long long)p.stop_iteration);
+	} else {
+		nr_fail++;
+		printf("not ok %d %s: %s\n", nr_test, name,
+		       ok ? "the checker did not catch the known bug" :
+		       "checker failure, first lines of its report:");
+		fflush(stdout);
+		out.close();
+		std::string cmd = std::string("head -c 6000 ") + path + " | sed 's/^/# /'";
+		if (system(cmd.c_str()))
+			printf("# (could not show %s)\n", path);
+	}
+	fflush(stdout);
+	unlink(path);
+}
+
+int main(void)
+{
+	const char *sc = getenv("WSCHED_TEST_SCALE");
+	unsigned long it = 200000UL * (sc ? strtoul(sc, NULL, 10) : 100) / 100;
+
+	if (it < 1000)
+		it = 1000;
+	printf("TAP version 13\n1..8\n");
+	run<race_test<fenced::ws_deque, fenced_tag> >("relacy_fenced_pop_vs_steal", it, true);
+	run<resize_test<fenced::ws_deque, fenced_tag> >("relacy_fenced_grow_shrink_reclaim", it, true);
+	run<race_test<fencefree::ws_deque, fencefree_tag> >("relacy_fencefree_pop_vs_steal", it, true);
+	run<resize_test<fencefree::ws_deque, fencefree_tag> >("relacy_fencefree_grow_shrink_reclaim", it, true);
+	run<race_test<mutant::ws_deque, mutant_tag> >("relacy_acqrel_pop_fence_is_caught_fail", it * 5, false);
+	run<reclaim_test<fenced::ws_deque, fenced_tag> >("relacy_fenced_reclaim_all_2_preemption_schedules",
+		it, true, rl::sched_bound, 2);
+	run<reclaim_test<fencefree::ws_deque, fencefree_tag> >("relacy_fencefree_reclaim_all_2_preemption_schedules",
+		it, true, rl::sched_bound, 2);
+	run<reclaim_test<mutant2::ws_deque, mutant2_tag> >("relacy_unsafe_reclaim_is_caught_fail",
+		it, false, rl::sched_bound, 2);
+	printf("# %d passed, %d failed\n", nr_test - nr_fail, nr_fail);
+	return nr_fail ? 1 : 0;
+}

@@ -1,0 +1,824 @@
+// SPDX-License-Identifier: LGPL-2.1-only OR BSD-2-Clause
+/*
+ * ws_runtime_test: the fork/join runtime (wsched/pool.h, wsched/task.h).
+ * Results of parallel fib, nqueens and mergesort must equal the serial ones
+ * for 1..8 workers (oversubscribed on small machines); external submission
+ * from many threads; park/wake cycles; errors and cancellation; destroy while
+ * busy; an idle pool must not burn CPU.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "wsched/pool.h"
+#include "test_util.h"
+
+static struct ws_pool *mkpool(unsigned nr, bool no_spin)
+{
+	struct ws_pool_attr a;
+	struct ws_pool *p = NULL;
+
+	ws_pool_attr_init(&a);
+	a.nr_workers = nr;
+	a.no_spin = no_spin;
+	if (ws_pool_create(&p, &a))
+		return NULL;
+	return p;
+}
+
+/* ------------------------------------------------------------ fib */
+
+struct fib {
+	int n;
+	long r;
+};
+
+static int fib_task(struct ws_worker *w, void *arg)
+{
+	struct fib *f = arg, a, b;
+	struct ws_task t;
+
+	if (f->n < 2) {
+		f->r = f->n;
+		return 0;
+	}
+	a.n = f->n - 1;
+	b.n = f->n - 2;
+	ws_spawn(w, &t, fib_task, &a);
+	fib_task(w, &b);
+	ws_sync(w, &t);
+	f->r = a.r + b.r;
+	return 0;
+}
+
+static long fib_serial(int n)
+{
+	return n < 2 ? n : fib_serial(n - 1) + fib_serial(n - 2);
+}
+
+static long fib_spawns(int n)
+{
+	return n < 2 ? 0 : 1 + fib_spawns(n - 1) + fib_spawns(n - 2);
+}
+
+static int fib_n(void)
+{
+	long s = ws_test_scaled(100);
+
+	return s >= 100 ? 27 : s >= 20 ? 24 : 18;
+}
+
+/* fib equals serial for P = 1..8, and every spawned task ran exactly once
+ * (the per-worker task counters add up to spawns + the root job). */
+TEST(fib_equals_serial_p1_to_p8)
+{
+	int n = fib_n();
+	long want = fib_serial(n), spawns = fib_spawns(n);
+	unsigned P;
+
+	for (P = 1; P <= 8; P++) {
+		struct ws_pool *p = mkpool(P, false);
+		struct ws_worker_stats st;
+		struct fib f = { n, -1 };
+
+		ASSERT_NE(NULL, p);
+		ASSERT_EQ(0, ws_pool_run(p, fib_task, &f));
+		EXPECT_EQ(want, f.r) TH_LOG("P=%u", P);
+		ws_pool_sum_stats(p, &st);
+		EXPECT_EQ(spawns + 1, (long)st.nr_tasks) TH_LOG("P=%u", P);
+		EXPECT_EQ(1, st.nr_public);
+		TH_LOG("P=%u fib(%d)=%ld tasks %llu steals %llu fails %llu exposes %llu parks %llu",
+		       P, n, f.r, (unsigned long long)st.nr_tasks, (unsigned long long)st.nr_steals,
+		       (unsigned long long)st.nr_steal_fails, (unsigned long long)st.nr_exposes,
+		       (unsigned long long)st.nr_parks);
+		ASSERT_EQ(0, ws_pool_destroy(p));
+	}
+}
+
+/* With a tiny deque the spawns that do not fit run at once: still correct. */
+TEST(fib_with_deque_overflow)
+{
+	struct ws_pool_attr a;
+	struct ws_pool *p;
+	struct fib f = { 20, -1 };
+
+	ws_pool_attr_init(&a);
+	a.nr_workers = 3;
+	a.deque_size = 4;
+	ASSERT_EQ(0, ws_pool_create(&p, &a));
+	ASSERT_EQ(0, ws_pool_run(p, fib_task, &f));
+	EXPECT_EQ(fib_serial(20), f.r);
+	ASSERT_EQ(0, ws_pool_destroy(p));
+}
+
+/* ------------------------------------------------------------ nqueens */
+
+struct nq {
+	int n, row;
+	const int *cols;	/* queens of rows [0, row) */
+	long count;
+};
+
+static bool nq_ok(const int *cols, int row, int c)
+{
+	int r;
+
+	for (r = 0; r < row; r++)
+		if (cols[r] == c || abs(cols[r] - c) == row - r)
+			return false;
+	return true;
+}
+
+static int nq_task(struct ws_worker *w, void *arg)
+{
+	struct nq *q = arg;
+	int cols[16][16], c, k = 0;
+	struct nq sub[16];
+	struct ws_task t[16];
+
+	if (q->row == q->n) {
+		q->count = 1;
+		return 0;
+	}
+	q->count = 0;
+	for (c = 0; c < q->n; c++) {
+		if (!nq_ok(q->cols, q->row, c))
+			continue;
+		memcpy(cols[k], q->cols, sizeof(int) * q->row);
+		cols[k][q->row] = c;
+		sub[k] = (struct nq){ q->n, q->row + 1, cols[k], 0 };
+		ws_spawn(w, &t[k], nq_task, &sub[k]);
+		k++;
+	}
+	while (k--) {
+		ws_sync(w, &t[k]);
+		q->count += sub[k].count;
+	}
+	return 0;
+}
+
+static long nq_serial(int n, int row, int *cols)
+{
+	long s = 0;
+	int c;
+
+	if (row == n)
+		return 1;
+	for (c = 0; c < n; c++)
+		if (nq_ok(cols, row, c)) {
+			cols[row] = c;
+			s += nq_serial(n, row + 1, cols);
+		}
+	return s;
+}
+
+TEST(nqueens_equals_serial_p1_to_p8)
+{
+	int n = ws_test_scaled(100) >= 100 ? 9 : 7, cols[16];
+	long want = nq_serial(n, 0, cols);
+	unsigned P;
+
+	for (P = 1; P <= 8; P++) {
+		struct ws_pool *p = mkpool(P, false);
+		struct nq q = { n, 0, cols, -1 };
+
+		ASSERT_NE(NULL, p);
+		ASSERT_EQ(0, ws_pool_run(p, nq_task, &q));
+		EXPECT_EQ(want, q.count) TH_LOG("P=%u", P);
+		ASSERT_EQ(0, ws_pool_destroy(p));
+	}
+}
+
+/* ------------------------------------------------------------ sort */
+
+struct msort {
+	int *a, *tmp;
+	long n;
+};
+
+static void merge(int *a, long n1, long n2, int *tmp)
+{
+	long i = 0, j = n1, k = 0;
+
+	while (i < n1 && j < n1 + n2)
+		tmp[k++] = a[j] < a[i] ? a[j++] : a[i++];
+	while (i < n1)
+		tmp[k++] = a[i++];
+	while (j < n1 + n2)
+		tmp[k++] = a[j++];
+	memcpy(a, tmp, sizeof(int) * (size_t)(n1 + n2));
+}
+
+static int cmp_int(const void *x, const void *y)
+{
+	int a = *(const int *)x, b = *(const int *)y;
+
+	return (a > b) - (a < b);
+}
+
+static int msort_task(struct ws_worker *w, void *arg)
+{
+	struct msort *s = arg;
+	long h = s->n / 2;
+	struct msort l = { s->a, s->tmp, h }, r = { s->a + h, s->tmp + h, s->n - h };
+	struct ws_task t;
+
+	if (s->n <= 256) {
+		qsort(s->a, (size_t)s->n, sizeof(int), cmp_int);
+		return 0;
+	}
+	ws_spawn(w, &t, msort_task, &l);
+	msort_task(w, &r);
+	ws_sync(w, &t);
+	merge(s->a, h, s->n - h, s->tmp);
+	return 0;
+}
+
+TEST(sort_equals_serial_p1_to_p8)
+{
+	long n = ws_test_scaled(200000), i;
+	int *in = malloc(sizeof(int) * n), *want = malloc(sizeof(int) * n);
+	int *a = malloc(sizeof(int) * n), *tmp = malloc(sizeof(int) * n);
+	uint64_t seed = 7;
+	unsigned P;
+
+	ASSERT_TRUE(in && want && a && tmp);
+	for (i = 0; i < n; i++)
+		in[i] = (int)(ws_test_rand(&seed) % 1000000);
+	memcpy(want, in, sizeof(int) * n);
+	qsort(want, n, sizeof(int), cmp_int);
+	for (P = 1; P <= 8; P++) {
+		struct ws_pool *p = mkpool(P, false);
+		struct msort s = { a, tmp, n };
+
+		ASSERT_NE(NULL, p);
+		memcpy(a, in, sizeof(int) * n);
+		ASSERT_EQ(0, ws_pool_run(p, msort_task, &s));
+		EXPECT_EQ(0, memcmp(a, want, sizeof(int) * n)) TH_LOG("P=%u", P);
+		ASSERT_EQ(0, ws_pool_destroy(p));
+	}
+	free(in);
+	free(want);
+	free(a);
+	free(tmp);
+}
+
+/* ------------------------------------------------------------ parallel_for */
+
+struct pf {
+	_Atomic uint8_t *hits;
+	long grain;
+	_Atomic long max_piece;
+};
+
+static int pf_body(struct ws_worker *w, long lo, long hi, void *arg)
+{
+	struct pf *f = arg;
+	long i, m = atomic_load(&f->max_piece);
+
+	for (i = lo; i < hi; i++)
+		atomic_fetch_add_explicit(&f->hits[i], 1, memory_order_relaxed);
+	while (hi - lo > m && !atomic_compare_exchange_weak(&f->max_piece, &m, hi - lo))
+		;
+	return 0;
+}
+
+struct pf_root {
+	struct pf *f;
+	long n;
+};
+
+static int pf_root(struct ws_worker *w, void *arg)
+{
+	struct pf_root *r = arg;
+
+	return ws_parallel_for(w, 0, r->n, r->f->grain, pf_body, r->f);
+}
+
+TEST(parallel_for_covers_each_index_once_within_grain)
+{
+	long n = 100003, i;
+	struct pf f = { calloc(n, 1), 1000, 0 };
+	struct pf_root r = { &f, n };
+	struct ws_pool *p = mkpool(4, false);
+
+	ASSERT_NE(NULL, p);
+	ASSERT_NE(NULL, f.hits);
+	ASSERT_EQ(0, ws_pool_run(p, pf_root, &r));
+	for (i = 0; i < n; i++)
+		if (f.hits[i] != 1)
+			break;
+	EXPECT_EQ(n, i);
+	EXPECT_LE(atomic_load(&f.max_piece), 1000);
+	EXPECT_GT(atomic_load(&f.max_piece), 500);
+	ASSERT_EQ(0, ws_pool_destroy(p));
+	free(f.hits);
+}
+
+/* ------------------------------------------------------------ stealing */
+
+struct spread {
+	int worker[16];
+};
+
+struct spread_arg {
+	struct spread *s;
+	int i;
+};
+
+static int sleepy_child(struct ws_worker *w, void *arg)
+{
+	struct spread_arg *a = arg;
+
+	a->s->worker[a->i] = (int)ws_worker_index(w);
+	usleep(20000);
+	return 0;
+}
+
+static int spawn_16_then_sync(struct ws_worker *w, void *arg)
+{
+	struct spread_arg a[16];
+	struct ws_task t[16];
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		a[i] = (struct spread_arg){ arg, i };
+		ws_spawn(w, &t[i], sleepy_child, &a[i]);
+	}
+	for (i = 15; i >= 0; i--)
+		ws_sync(w, &t[i]);
+	return 0;
+}
+
+/* A task that spawns 16 leaves (each sleeping 20 ms) and then syncs them:
+ * idle workers must be woken, ask for work and get the leaves, so that at
+ * least three of the four workers run some, and it takes well under the
+ * 320 ms of a serial run. */
+TEST(spawned_leaves_spread_over_workers)
+{
+	struct ws_pool *p = mkpool(4, false);
+	struct spread s;
+	uint64_t t0, el;
+	int i, k, distinct = 0;
+
+	ASSERT_NE(NULL, p);
+	memset(&s, 0xff, sizeof(s));
+	usleep(20000);		/* let the workers park first */
+	t0 = ws_test_now_ns();
+	ASSERT_EQ(0, ws_pool_run(p, spawn_16_then_sync, &s));
+	el = ws_test_now_ns() - t0;
+	for (i = 0; i < 4; i++) {
+		for (k = 0; k < 16; k++)
+			if (s.worker[k] == i)
+				break;
+		distinct += k < 16;
+	}
+	TH_LOG("16 x 20 ms leaves on 4 workers: %d workers used, %.1f ms", distinct, el / 1e6);
+	EXPECT_GE(distinct, 3);
+	EXPECT_LT(el, 300000000ull);	/* serial: 320 ms */
+	ASSERT_EQ(0, ws_pool_destroy(p));
+}
+
+/* ------------------------------------------------------------ errors, cancellation */
+
+static int fail_task(struct ws_worker *w, void *arg)
+{
+	return -EIO;
+}
+
+static int err_root(struct ws_worker *w, void *arg)
+{
+	struct ws_task t;
+	int r;
+
+	ws_spawn(w, &t, fail_task, NULL);
+	r = ws_sync(w, &t);
+	return r == -EIO ? -ENOTRECOVERABLE : -EINVAL;
+}
+
+TEST(task_error_is_returned_by_sync_and_wait)
+{
+	struct ws_pool *p = mkpool(2, false);
+
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(-ENOTRECOVERABLE, ws_pool_run(p, err_root, NULL));
+	EXPECT_EQ(-EIO, ws_pool_run(p, fail_task, NULL));
+	ASSERT_EQ(0, ws_pool_destroy(p));
+}
+
+struct cancel_ctx {
+	struct ws_group g;
+	_Atomic int ran;
+	int nr_cancelled, nr_ok;
+};
+
+static int count_task(struct ws_worker *w, void *arg)
+{
+	struct cancel_ctx *c = arg;
+
+	atomic_fetch_add(&c->ran, 1);
+	return 0;
+}
+
+/* Spawn 100 children into a group, cancel it, sync them all: the ones that
+ * had not started are skipped with -ECANCELED. With one worker nobody can
+ * have started them, so all are skipped. */
+static int cancel_root(struct ws_worker *w, void *arg)
+{
+	struct cancel_ctx *c = arg;
+	struct ws_task t[100];
+	int i, r;
+
+	for (i = 0; i < 100; i++)
+		ws_group_spawn(w, &c->g, &t[i], count_task, c);
+	ws_group_cancel(&c->g);
+	for (i = 99; i >= 0; i--) {
+		r = ws_sync(w, &t[i]);
+		if (r == -ECANCELED)
+			c->nr_cancelled++;
+		else if (r == 0)
+			c->nr_ok++;
+	}
+	return 0;
+}
+
+TEST(cancel_skips_tasks_not_started)
+{
+	unsigned P;
+
+	for (P = 1; P <= 4; P += 3) {
+		struct ws_pool *p = mkpool(P, false);
+		struct cancel_ctx c = { 0 };
+
+		ASSERT_NE(NULL, p);
+		ws_group_init(&c.g);
+		ASSERT_EQ(0, ws_pool_run(p, cancel_root, &c));
+		EXPECT_EQ(100, c.nr_cancelled + c.nr_ok);
+		EXPECT_EQ(c.nr_ok, atomic_load(&c.ran));
+		if (P == 1)
+			EXPECT_EQ(100, c.nr_cancelled);
+		ASSERT_EQ(0, ws_pool_destroy(p));
+	}
+}
+
+/* A failing task cancels its group and records the first error; the later
+ * siblings are skipped. */
+static int fail_then_count(struct ws_worker *w, void *arg)
+{
+	struct cancel_ctx *c = arg;
+	struct ws_task t[10];
+	int i;
+
+	ws_group_spawn(w, &c->g, &t[0], fail_task, NULL);
+	ws_sync(w, &t[0]);
+	for (i = 1; i < 10; i++)
+		ws_group_spawn(w, &c->g, &t[i], count_task, c);
+	for (i = 9; i >= 1; i--)
+		if (ws_sync(w, &t[i]) == -ECANCELED)
+			c->nr_cancelled++;
+	return ws_group_error(&c->g);
+}
+
+TEST(failing_task_cancels_its_group)
+{
+	struct ws_pool *p = mkpool(2, false);
+	struct cancel_ctx c = { 0 };
+	struct ws_job j;
+
+	ASSERT_NE(NULL, p);
+	ws_group_init(&c.g);
+	EXPECT_EQ(-EIO, ws_pool_run(p, fail_then_count, &c));
+	EXPECT_EQ(9, c.nr_cancelled);
+	EXPECT_EQ(0, atomic_load(&c.ran));
+	/* A job submitted into a cancelled group is skipped too. */
+	ASSERT_EQ(0, ws_pool_submit(p, &j, &c.g, count_task, &c));
+	EXPECT_EQ(-ECANCELED, ws_job_wait(&j));
+	EXPECT_EQ(0, atomic_load(&c.ran));
+	ASSERT_EQ(0, ws_pool_destroy(p));
+}
+
+/* ------------------------------------------------------------ submission */
+
+static int add_task(struct ws_worker *w, void *arg)
+{
+	atomic_fetch_add_explicit((_Atomic long *)arg, 1, memory_order_relaxed);
+	return 0;
+}
+
+struct storm {
+	struct ws_pool *p;
+	_Atomic long done;
+	long per_thread;
+	int errors;
+};
+
+static void *storm_thread(void *arg)
+{
+	struct storm *s = arg;
+	struct ws_job jobs[64];
+	long i;
+	int k;
+
+	for (i = 0; i < s->per_thread; i += 64) {
+		for (k = 0; k < 64; k++)
+			if (ws_pool_submit(s->p, &jobs[k], NULL, add_task, &s->done))
+				__atomic_add_fetch(&s->errors, 1, __ATOMIC_RELAXED);
+		for (k = 0; k < 64; k++)
+			if (ws_job_wait(&jobs[k]))
+				__atomic_add_fetch(&s->errors, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+TEST(external_submission_storm)
+{
+	enum { NR_THREADS = 8 };
+	struct storm s = { mkpool(4, false), 0, 64 * ws_test_scaled(300), 0 };
+	pthread_t th[NR_THREADS];
+	struct ws_worker_stats st;
+	int i;
+
+	ASSERT_NE(NULL, s.p);
+	for (i = 0; i < NR_THREADS; i++)
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, storm_thread, &s));
+	for (i = 0; i < NR_THREADS; i++)
+		ASSERT_EQ(0, pthread_join(th[i], NULL));
+	EXPECT_EQ(0, s.errors);
+	EXPECT_EQ(NR_THREADS * s.per_thread, atomic_load(&s.done));
+	ws_pool_sum_stats(s.p, &st);
+	EXPECT_EQ(NR_THREADS * s.per_thread, (long)st.nr_public);
+	ASSERT_EQ(0, ws_pool_destroy(s.p));
+}
+
+struct order {
+	int seen[256];
+	int n;
+};
+
+static int order_task(struct ws_worker *w, void *arg)
+{
+	struct order *o = *(struct order **)arg;
+
+	o->seen[o->n++] = (int)(((intptr_t *)arg)[1]);
+	return 0;
+}
+
+/* The public queue is FIFO: one worker runs jobs in submission order. */
+TEST(public_queue_is_fifo)
+{
+	struct ws_pool *p = mkpool(1, false);
+	static struct ws_job jobs[256];
+	static intptr_t args[256][2];
+	struct order o = { .n = 0 };
+	int i;
+
+	ASSERT_NE(NULL, p);
+	for (i = 0; i < 256; i++) {
+		args[i][0] = (intptr_t)&o;
+		args[i][1] = i;
+		ASSERT_EQ(0, ws_pool_submit(p, &jobs[i], NULL, order_task, args[i]));
+	}
+	for (i = 0; i < 256; i++)
+		ASSERT_EQ(0, ws_job_wait(&jobs[i]));
+	ASSERT_EQ(256, o.n);
+	for (i = 0; i < 256; i++)
+		ASSERT_EQ(i, o.seen[i]);
+	ASSERT_EQ(0, ws_pool_destroy(p));
+}
+
+static uint64_t total_parks(struct ws_pool *p)
+{
+	struct ws_worker_stats st;
+
+	ws_pool_sum_stats(p, &st);
+	return st.nr_parks;
+}
+
+/* Park/wake cycles: with spinning off, wait after each job until a worker
+ * has committed to sleep, then submit the next job, which must wake it.
+ * Submissions race with the sleeper's last check on purpose: a lost wakeup
+ * hangs the wait (and the harness timeout fails the test). */
+TEST(million_park_wake_cycles)
+{
+	struct ws_pool *p = mkpool(2, true);
+	long n = ws_test_scaled(1000000), i;
+	_Atomic long done = 0;
+	struct ws_worker_stats st;
+	uint64_t t0 = ws_test_now_ns(), parks;
+
+	ASSERT_NE(NULL, p);
+	parks = total_parks(p);
+	for (i = 0; i < n; i++) {
+		struct ws_job j;
+		uint64_t w0 = ws_test_now_ns();
+
+		/* The worker that ran the previous job must fall asleep. */
+		while (i > 0 && total_parks(p) == parks) {
+			if (ws_test_now_ns() - w0 > 10000000000ull) {
+				for (int k = 0; k < 2; k++) {
+					ws_pool_get_stats(p, k, &st);
+					TH_LOG("cycle %ld: worker %d: tasks %llu public %llu parks %llu wakeups %llu steal fails %llu",
+					       i, k, (unsigned long long)st.nr_tasks,
+					       (unsigned long long)st.nr_public,
+					       (unsigned long long)st.nr_parks,
+					       (unsigned long long)st.nr_wakeups,
+					       (unsigned long long)st.nr_steal_fails);
+				}
+				ASSERT_TRUE(false) TH_LOG("no worker went to sleep in 10 s");
+			}
+			sched_yield();
+		}
+		parks = total_parks(p);
+		ASSERT_EQ(0, ws_pool_submit(p, &j, NULL, add_task, &done));
+		ASSERT_EQ(0, ws_job_wait(&j));
+	}
+	EXPECT_EQ(n, atomic_load(&done));
+	ws_pool_sum_stats(p, &st);
+	TH_LOG("%ld cycles in %.2f s: parks %llu wakeups %llu", n,
+	       (ws_test_now_ns() - t0) / 1e9, (unsigned long long)st.nr_parks,
+	       (unsigned long long)st.nr_wakeups);
+	EXPECT_GE(st.nr_parks, (uint64_t)n);
+	EXPECT_GE(st.nr_wakeups, (uint64_t)n);
+	ASSERT_EQ(0, ws_pool_destroy(p));
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+struct busy {
+	struct ws_pool *p;
+	int n;
+	long r;
+	int submit_err;
+};
+
+static int busy_task(struct ws_worker *w, void *arg)
+{
+	struct busy *b = arg;
+	struct fib f = { b->n, 0 };
+
+	fib_task(w, &f);
+	b->r = f.r;
+	return 0;
+}
+
+static int late_submitter(struct ws_worker *w, void *arg)
+{
+	struct busy *b = arg;
+	struct ws_job j;
+
+	usleep(100000);		/* destroy has started by now */
+	b->submit_err = ws_pool_submit(b->p, &j, NULL, fail_task, NULL);
+	return 0;
+}
+
+/* Destroy with jobs queued and running: they all complete, new submissions
+ * are refused, and destroy returns only then. */
+TEST(destroy_while_busy)
+{
+	struct ws_pool *p = mkpool(4, false);
+	static struct ws_job jobs[33];
+	static struct busy b[33];
+	int i, n = ws_test_scaled(100) >= 100 ? 22 : 16;
+
+	ASSERT_NE(NULL, p);
+	for (i = 0; i < 32; i++) {
+		b[i] = (struct busy){ p, n, -1, 0 };
+		ASSERT_EQ(0, ws_pool_submit(p, &jobs[i], NULL, busy_task, &b[i]));
+	}
+	b[32] = (struct busy){ p, 0, 0, 1 };
+	ASSERT_EQ(0, ws_pool_submit(p, &jobs[32], NULL, late_submitter, &b[32]));
+	ASSERT_EQ(0, ws_pool_destroy(p));
+	for (i = 0; i < 32; i++) {
+		EXPECT_TRUE(ws_job_done(&jobs[i]));
+		EXPECT_EQ(fib_serial(n), b[i].r);
+	}
+	EXPECT_TRUE(ws_job_done(&jobs[32]));
+	EXPECT_EQ(-ESHUTDOWN, b[32].submit_err);
+}
+
+static int destroy_self(struct ws_worker *w, void *arg)
+{
+	return ws_pool_destroy(ws_worker_pool(w));
+}
+
+TEST(destroy_from_own_worker_fails)
+{
+	struct ws_pool *p = mkpool(2, false);
+
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(-EDEADLK, ws_pool_run(p, destroy_self, NULL));
+	ASSERT_EQ(0, ws_pool_destroy(p));
+}
+
+static int inner_job(struct ws_worker *w, void *arg)
+{
+	return 42;
+}
+
+static int wait_inside(struct ws_worker *w, void *arg)
+{
+	struct ws_job j;
+	int r = ws_pool_submit(ws_worker_pool(w), &j, NULL, inner_job, NULL);
+
+	return r ? r : ws_job_wait(&j);	/* must help, not block */
+}
+
+/* A worker that waits for a job of its own pool runs work meanwhile: with
+ * one worker, blocking would deadlock. */
+TEST(job_wait_on_own_worker_helps)
+{
+	struct ws_pool *p = mkpool(1, false);
+
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(42, ws_pool_run(p, wait_inside, NULL));
+	ASSERT_EQ(0, ws_pool_destroy(p));
+}
+
+struct two {
+	struct ws_pool *other;
+	int n;
+	long r;
+};
+
+static int use_other_pool(struct ws_worker *w, void *arg)
+{
+	struct two *t = arg;
+	struct fib f = { t->n, 0 };
+	int r = ws_pool_run(t->other, fib_task, &f);
+
+	t->r = f.r;
+	return r;
+}
+
+/* Two pools coexist, and a task of one may use the other. */
+TEST(two_pools_coexist)
+{
+	struct ws_pool *a = mkpool(2, false), *b = mkpool(3, false);
+	struct two t = { b, 20, 0 };
+	struct fib f = { 21, 0 };
+
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	ASSERT_EQ(0, ws_pool_run(a, use_other_pool, &t));
+	ASSERT_EQ(0, ws_pool_run(b, fib_task, &f));
+	EXPECT_EQ(fib_serial(20), t.r);
+	EXPECT_EQ(fib_serial(21), f.r);
+	EXPECT_EQ(2, ws_pool_nr_workers(a));
+	EXPECT_EQ(3, ws_pool_nr_workers(b));
+	ASSERT_EQ(0, ws_pool_destroy(a));
+	ASSERT_EQ(0, ws_pool_destroy(b));
+}
+
+TEST(bad_arguments_are_rejected)
+{
+	struct ws_pool_attr a;
+	struct ws_pool *p = NULL;
+	struct ws_worker_stats st;
+
+	EXPECT_EQ(-EINVAL, ws_pool_create(NULL, NULL));
+	ws_pool_attr_init(&a);
+	a.nr_workers = 100000;
+	EXPECT_EQ(-EINVAL, ws_pool_create(&p, &a));
+	EXPECT_EQ(NULL, p);
+	EXPECT_EQ(-EINVAL, ws_pool_destroy(NULL));
+	p = mkpool(1, false);
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(-EINVAL, ws_pool_submit(p, NULL, NULL, fail_task, NULL));
+	EXPECT_EQ(-EINVAL, ws_pool_get_stats(p, 1, &st));
+	EXPECT_EQ(0, ws_pool_get_stats(p, 0, &st));
+	ASSERT_EQ(0, ws_pool_destroy(p));
+}
+
+/* An idle pool sleeps: under 1% of a CPU once its spin/yield phase is over. */
+TEST(idle_pool_uses_under_1pct_cpu)
+{
+	struct ws_pool *p = mkpool(4, false);
+	struct fib f = { 20, 0 };
+	struct timespec c0, c1;
+	uint64_t t0, t1;
+	double cpu, wall;
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, ws_pool_run(p, fib_task, &f));
+	usleep(50000);		/* past spin (50 us) + yield (200 us) phases */
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+	t0 = ws_test_now_ns();
+	usleep(500000);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+	t1 = ws_test_now_ns();
+	cpu = (c1.tv_sec - c0.tv_sec) + (c1.tv_nsec - c0.tv_nsec) / 1e9;
+	wall = (t1 - t0) / 1e9;
+	TH_LOG("idle: %.3f ms CPU in %.3f s (%.3f%% of one CPU)", cpu * 1e3, wall,
+	       100 * cpu / wall);
+	EXPECT_LT(cpu / wall, 0.01);
+	ASSERT_EQ(0, ws_pool_destroy(p));
+}
+
+TEST_HARNESS_MAIN
