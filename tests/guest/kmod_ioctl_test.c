@@ -16,6 +16,8 @@
 #include "kselftest_harness.h"
 #include "kmod_util.h"
 
+KMOD_UNLOAD_AT_EXIT
+
 FIXTURE(dev) {
 	int fd;
 };

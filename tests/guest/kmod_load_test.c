@@ -151,7 +151,8 @@ TEST_F(kmod, rmmod_refused_during_ioctls)
 {
 	struct spin_ctx c = { 0 };
 	pthread_t yielder, target;
-	int i, refused = 0;
+	int tries = 0, refused = 0;
+	uint64_t t0;
 	long before;
 
 	ASSERT_EQ(0, kmod_load(""));
@@ -162,23 +163,28 @@ TEST_F(kmod, rmmod_refused_during_ioctls)
 	while (!atomic_load(&c.peer))
 		usleep(1000);
 	ASSERT_EQ(0, pthread_create(&yielder, NULL, yield_spinner, &c));
-	while (atomic_load(&c.calls) < 100)
+	while (atomic_load(&c.calls) < 10)
 		usleep(1000);
+	/* Keep trying until the yielder has made 20 more calls (10 s at most). */
 	before = atomic_load(&c.calls);
-	for (i = 0; i < 200; i++) {
+	t0 = kmod_now_ns();
+	while (atomic_load(&c.calls) < before + 20 && kmod_now_ns() - t0 < 10000000000ull) {
 		int ret = kmod_unload();
 
+		tries++;
 		if (ret == -EWOULDBLOCK)
 			refused++;
 		else
-			TH_LOG("attempt %d: delete_module returned %d", i, ret);
+			TH_LOG("attempt %d: delete_module returned %d", tries, ret);
 	}
-	EXPECT_LT(before, atomic_load(&c.calls)) TH_LOG("the ioctls stopped while rmmod ran");
+	EXPECT_LE(before + 20, atomic_load(&c.calls)) TH_LOG("the ioctls stopped while rmmod ran");
 	atomic_store(&c.stop, 1);
 	pthread_join(yielder, NULL);
 	pthread_join(target, NULL);
-	TH_LOG("%ld calls, %lld handoffs", atomic_load(&c.calls), kmod_stat("nr_handoffs"));
-	EXPECT_EQ(200, refused);
+	TH_LOG("%ld calls, %lld handed over, rmmod refused %d times", atomic_load(&c.calls),
+	       kmod_stat("nr_handoffs"), refused);
+	EXPECT_EQ(tries, refused);
+	EXPECT_LT(0, tries);
 	EXPECT_EQ(0, atomic_load(&c.bad));
 	close(c.fd);
 	EXPECT_EQ(0, kmod_unload());
@@ -218,7 +224,7 @@ static void *open_racer(void *arg)
 
 TEST_F_TIMEOUT(kmod, unload_races_open, 600)
 {
-	long cycles = kmod_env_long("WSCHED_KMOD_LOAD_CYCLES", 50) / 2;
+	long cycles = kmod_env_long("WSCHED_KMOD_LOAD_CYCLES", 50) / 5;
 	int bad0 = kmod_klog_bad_lines();
 	struct race_ctx c = { 0 };
 	pthread_t th[2];

@@ -131,20 +131,21 @@ static inline int kmod_ensure_loaded(void)
 }
 
 /*
- * Unloads the module, retrying for up to a second: a file closed by
- * another process a moment ago may still hold its reference.
+ * Unloads the module, retrying for up to about two seconds: a file closed
+ * by another thread a moment ago may still hold its reference, and racing
+ * openers take new ones.
  */
 static inline int kmod_ensure_unloaded(void)
 {
 	int i, ret = 0;
 
-	for (i = 0; i < 100; i++) {
+	for (i = 0; i < 2000; i++) {
 		ret = kmod_unload();
 		if (ret == 0 || ret == -ENOENT)
 			return 0;
 		if (ret != -EWOULDBLOCK && ret != -EBUSY)
 			return ret;
-		usleep(10000);
+		usleep(1000);
 	}
 	return ret;
 }
@@ -256,5 +257,24 @@ static inline uint64_t kmod_now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
+
+/*
+ * Unload the module when the test program ends if it was not loaded when
+ * it started. The harness runs each test in a forked child that leaves with
+ * _exit(), so the destructor runs once, in the main process.
+ */
+#define KMOD_UNLOAD_AT_EXIT						\
+	static pid_t kmod_main_pid;					\
+	static bool kmod_was_loaded;					\
+	static void __attribute__((constructor)) kmod_note_state(void)	\
+	{								\
+		kmod_main_pid = getpid();				\
+		kmod_was_loaded = kmod_loaded();			\
+	}								\
+	static void __attribute__((destructor)) kmod_restore_state(void) \
+	{								\
+		if (getpid() == kmod_main_pid && !kmod_was_loaded)	\
+			kmod_ensure_unloaded();				\
+	}
 
 #endif /* WSCHED_KMOD_UTIL_H */
