@@ -29,6 +29,11 @@
  * someone else while the target is boosted on its own CPU; the result bits
  * keep those apart from a refusal.
  *
+ * A declined yield_to() does not yield at all (under sched_ext without
+ * ops.yield, every call is declined). With WSCHED_YIELD_TO_FALLBACK the
+ * module then calls yield(), what sched_yield() does, so a waiter gets the
+ * plain yield it would make next without a second system call.
+ *
  * Lifetime: the misc device's fops carry THIS_MODULE, so every open file
  * holds a module reference (misc_open() -> fops_get()); rmmod fails with
  * EWOULDBLOCK while /dev/wsched is open, and no thread can be inside the
@@ -83,6 +88,7 @@ struct wsk_stats {
 	u64 nr_handoffs;	/* ... accepted and the caller switched out (returned 1) */
 	u64 nr_declined;	/* ... refused by yield_to() (target running, sleeping, other class, class said no) */
 	u64 nr_alone;		/* ... with one task on each runqueue: nothing to do */
+	u64 nr_fallbacks;	/* ... not accepted, then yield() (WSCHED_YIELD_TO_FALLBACK) */
 	u64 nr_einval;		/* refused: bad version/flags/reserved/tid, self, wrong size */
 	u64 nr_esrch;		/* refused: no such thread, or exiting */
 	u64 nr_eperm;		/* refused: thread of another process */
@@ -122,7 +128,7 @@ static long wsk_version(struct wsched_version __user *uarg)
 	struct wsched_version v = {
 		.abi_version	= WSCHED_ABI_VERSION,
 		.yield_to_size	= sizeof(struct wsched_yield_to),
-		.features	= WSCHED_FEAT_YIELD_TO,
+		.features	= WSCHED_FEAT_YIELD_TO | WSCHED_FEAT_YIELD_FALLBACK,
 	};
 
 	if (copy_to_user(uarg, &v, sizeof(v)))
@@ -179,7 +185,8 @@ static long wsk_yield_to(struct wsched_yield_to __user *uarg)
 
 	if (copy_from_user(&a, uarg, sizeof(a)))
 		return wsk_refuse(-EFAULT);
-	if (a.version != WSCHED_ABI_VERSION || a.flags || a.reserved[0] || a.reserved[1])
+	if (a.version != WSCHED_ABI_VERSION || (a.flags & ~WSCHED_YIELD_TO_FLAGS) ||
+	    a.reserved[0] || a.reserved[1])
 		return wsk_refuse(-EINVAL);
 	if (a.tid == 0 || a.tid > INT_MAX)
 		return wsk_refuse(-EINVAL);
@@ -205,12 +212,23 @@ static long wsk_yield_to(struct wsched_yield_to __user *uarg)
 	} else {
 		wsk_count(nr_declined);
 	}
+	/*
+	 * Under sched_ext without ops.yield, or for a target that is running
+	 * elsewhere, a declined yield_to() does not yield at all; a waiter
+	 * that asked for it gets the plain yield it would have made next,
+	 * without a second system call.
+	 */
+	if (!(result & WSCHED_YIELD_ACCEPTED) && (a.flags & WSCHED_YIELD_TO_FALLBACK)) {
+		yield();
+		result |= WSCHED_YIELD_FELL_BACK;
+		wsk_count(nr_fallbacks);
+	}
 	if (READ_ONCE(current->nivcsw) != nivcsw)
 		result |= WSCHED_YIELD_SWITCHED;
 
 	if (put_user(result, &uarg->result))
 		return wsk_refuse(-EFAULT);
-	if (result == (WSCHED_YIELD_ACCEPTED | WSCHED_YIELD_SWITCHED)) {
+	if ((result & WSCHED_YIELD_ACCEPTED) && (result & WSCHED_YIELD_SWITCHED)) {
 		wsk_count(nr_handoffs);
 		return 1;
 	}
@@ -278,6 +296,7 @@ WSK_STAT_ATTR(nr_accepted);
 WSK_STAT_ATTR(nr_handoffs);
 WSK_STAT_ATTR(nr_declined);
 WSK_STAT_ATTR(nr_alone);
+WSK_STAT_ATTR(nr_fallbacks);
 WSK_STAT_ATTR(nr_einval);
 WSK_STAT_ATTR(nr_esrch);
 WSK_STAT_ATTR(nr_eperm);
@@ -292,6 +311,7 @@ static struct attribute *wsk_stat_attrs[] = {
 	&wsk_attr_nr_handoffs.dattr.attr,
 	&wsk_attr_nr_declined.dattr.attr,
 	&wsk_attr_nr_alone.dattr.attr,
+	&wsk_attr_nr_fallbacks.dattr.attr,
 	&wsk_attr_nr_einval.dattr.attr,
 	&wsk_attr_nr_esrch.dattr.attr,
 	&wsk_attr_nr_eperm.dattr.attr,

@@ -48,7 +48,7 @@
 
 static const char usage_fmt[] =
 "Usage: %s [--method yield_to|sched_yield|both] [--noise N[,N...]] [--samples N]\n"
-"          [--cpu N] [--max-seconds S] [--json] [--help]\n"
+"          [--cpu N] [--max-seconds S] [--fallback] [--json] [--help]\n"
 "\n"
 "Measure the time one thread takes to hand its CPU to another pinned to the\n"
 "same CPU: WSCHED_IOC_YIELD_TO on /dev/wsched (load build/kmod/wsched.ko)\n"
@@ -62,12 +62,15 @@ static const char usage_fmt[] =
 "                    (default 5000)\n"
 "  --cpu N           the CPU to pin to (default 1, or 0 on one CPU)\n"
 "  --max-seconds S   stop a run after S seconds with what it has (default 10)\n"
+"  --fallback        YIELD_TO with WSCHED_YIELD_TO_FALLBACK: a declined call\n"
+"                    yields like sched_yield() (method yield_to+fb)\n"
 "  --json            print JSON lines instead of a table\n"
 "\n"
 "Exit status: 0 done, 1 a method could not run, 2 bad usage.\n";
 
 enum method { M_YIELD_TO, M_SCHED_YIELD };
 static const char *const method_names[] = { "yield_to", "sched_yield" };
+static bool fallback;
 
 struct run {
 	enum method method;
@@ -108,6 +111,7 @@ static void yield_once(struct run *r, int peer)
 		struct wsched_yield_to a = {
 			.version = WSCHED_ABI_VERSION,
 			.tid = (uint32_t)atomic_load_explicit(&r->tids[peer], memory_order_relaxed),
+			.flags = fallback ? WSCHED_YIELD_TO_FALLBACK : 0,
 		};
 
 		if (ioctl(r->fd, WSCHED_IOC_YIELD_TO, &a) == 1)
@@ -213,6 +217,7 @@ static int measure(struct run *r, bool json, const char *sched)
 	void *rets[2];
 	uint64_t t0, sum = 0;
 	long n, i;
+	const char *method = r->method == M_YIELD_TO && fallback ? "yield_to+fb" : method_names[r->method];
 	double secs;
 
 	r->lat = calloc(r->samples, sizeof(*r->lat));
@@ -241,7 +246,7 @@ static int measure(struct run *r, bool json, const char *sched)
 		n = r->samples;
 	if (n < 1) {
 		fprintf(stderr, "wsched-handoff: %s with %d noise threads: no sample within %.0f s\n",
-			method_names[r->method], r->noise, r->max_seconds);
+			method, r->noise, r->max_seconds);
 		free(r->lat);
 		return -1;
 	}
@@ -261,17 +266,17 @@ static int measure(struct run *r, bool json, const char *sched)
 			       "\"noise\":%d,\"samples\":%ld,\"median_ns\":%llu,\"p10_ns\":%llu,"
 			       "\"p90_ns\":%llu,\"p99_ns\":%llu,\"mean_ns\":%.0f,\"calls_per_handoff\":%.2f,"
 			       "\"handed_over_pct\":%.1f,\"seconds\":%.2f}\n",
-			       sched, method_names[r->method], r->cpu, r->noise, n,
+			       sched, method, r->cpu, r->noise, n,
 			       (unsigned long long)p50, (unsigned long long)p10,
 			       (unsigned long long)p90, (unsigned long long)p99, (double)sum / n,
 			       per, r->method == M_YIELD_TO ? ho_pct : 0.0, secs);
 		else if (r->method == M_YIELD_TO)
 			printf("%-12s %-11s %5d %7ld %10.1f %10.1f %10.1f %10.1f %8.2f %7.1f%%\n",
-			       sched, method_names[r->method], r->noise, n, p50 / 1e3, p10 / 1e3,
+			       sched, method, r->noise, n, p50 / 1e3, p10 / 1e3,
 			       p90 / 1e3, p99 / 1e3, per, ho_pct);
 		else
 			printf("%-12s %-11s %5d %7ld %10.1f %10.1f %10.1f %10.1f %8.2f %8s\n",
-			       sched, method_names[r->method], r->noise, n, p50 / 1e3, p10 / 1e3,
+			       sched, method, r->noise, n, p50 / 1e3, p10 / 1e3,
 			       p90 / 1e3, p99 / 1e3, per, "-");
 		fflush(stdout);
 	}
@@ -302,6 +307,7 @@ int main(int argc, char **argv)
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "max-seconds", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "fallback", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -312,7 +318,7 @@ int main(int argc, char **argv)
 	double max_seconds = 10;
 	char sched[80];
 
-	while ((opt = getopt_long(argc, argv, "m:n:s:c:t:jh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "m:n:s:c:t:jfh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'm':
 			if (!strcmp(optarg, "both")) {
@@ -357,6 +363,9 @@ int main(int argc, char **argv)
 			break;
 		case 'j':
 			json = true;
+			break;
+		case 'f':
+			fallback = true;
 			break;
 		case 'h':
 			printf(usage_fmt, argv[0], MAX_NOISE);

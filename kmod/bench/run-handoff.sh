@@ -36,6 +36,7 @@ if [ "$state" != disabled ]; then
 fi
 
 "$BENCH" --json "$@"
+"$BENCH" --json --method yield_to --fallback "$@"
 
 if [ ! -x "$SCX" ]; then
 	say "no $SCX yet: scx_wsched not measured"
@@ -50,3 +51,4 @@ for _ in $(seq 300); do
 done
 [ "$(cat /sys/kernel/sched_ext/state)" = enabled ] || { say "scx_wsched did not enable"; exit 1; }
 "$BENCH" --json "$@"
+"$BENCH" --json --method yield_to --fallback "$@"

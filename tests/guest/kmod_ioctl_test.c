@@ -101,6 +101,7 @@ TEST_F(dev, version)
 	EXPECT_EQ(WSCHED_ABI_VERSION, v.abi_version);
 	EXPECT_EQ(sizeof(struct wsched_yield_to), v.yield_to_size);
 	EXPECT_EQ(WSCHED_FEAT_YIELD_TO, v.features & WSCHED_FEAT_YIELD_TO);
+	EXPECT_EQ(WSCHED_FEAT_YIELD_FALLBACK, v.features & WSCHED_FEAT_YIELD_FALLBACK);
 	EXPECT_EQ(0, v.reserved[0]);
 	EXPECT_EQ(0, v.reserved[1]);
 }
@@ -151,6 +152,8 @@ TEST_F(dev, malformed_arg_fails_einval)
 	for (i = 0; i < 32; i++) {
 		struct wsched_yield_to a = yarg(tid);
 
+		if (WSCHED_YIELD_TO_FLAGS & (1u << i))
+			continue;
 		a.flags = 1u << i;
 		EXPECT_EQ(-EINVAL, raw_ioctl(self->fd, WSCHED_IOC_YIELD_TO, &a)) TH_LOG("flags %#x", a.flags);
 		expected++;
@@ -171,6 +174,7 @@ TEST_F(dev, malformed_arg_fails_einval)
 		ret = raw_ioctl(self->fd, WSCHED_IOC_YIELD_TO, &a);
 		EXPECT_TRUE(ret == 0 || ret == 1) TH_LOG("ret %d", ret);
 		EXPECT_EQ(0, a.result & ~(WSCHED_YIELD_ACCEPTED | WSCHED_YIELD_SWITCHED | WSCHED_YIELD_ALONE));
+		EXPECT_EQ(0, a.result & WSCHED_YIELD_FELL_BACK) TH_LOG("fell back without being asked");
 	}
 	peer_stop(&p);
 	EXPECT_EQ(n0 + expected, kmod_stat("nr_einval"));
@@ -518,6 +522,55 @@ TEST_F(dev, running_target_is_declined)
 	peer_stop(&p);
 	/* The spinner is alone on CPU 1 save for the odd kworker. */
 	EXPECT_LE(18, declined);
+}
+
+/*
+ * With WSCHED_YIELD_TO_FALLBACK a declined call yields like sched_yield():
+ * the caller shares its CPU with a spinner and names a sleeping target, so
+ * the directed yield is declined and the fallback offers the CPU to the
+ * spinner. Without the flag the same call keeps the CPU. The caller sleeps
+ * a little before each call so that EEVDF finds it eligible and its yield
+ * forfeits its slice (an ineligible task's yield changes nothing).
+ */
+TEST_F(dev, declined_with_fallback_yields)
+{
+	long long f0 = kmod_stat("nr_fallbacks");
+	struct peer sleeper, spinner;
+	int i, fell = 0, switched = 0, plain_switched = 0;
+	uint32_t result;
+	pid_t tid;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "needs two CPUs");
+	ASSERT_EQ(0, kmod_pin(1));
+	ASSERT_LT(0, peer_start(&spinner, true, 1));
+	tid = peer_start(&sleeper, false, 0);
+	ASSERT_LT(0, tid);
+	for (i = 0; i < 20; i++) {
+		usleep(2000);
+		ASSERT_EQ(0, kmod_yield_to_flags(self->fd, tid, WSCHED_YIELD_TO_FALLBACK, &result))
+			TH_LOG("result %#x", result);
+		if (result & WSCHED_YIELD_FELL_BACK) {
+			fell++;
+			switched += !!(result & WSCHED_YIELD_SWITCHED);
+		}
+	}
+	for (i = 0; i < 20; i++) {
+		usleep(2000);
+		ASSERT_EQ(0, kmod_yield_to(self->fd, tid, &result));
+		EXPECT_EQ(0, result & WSCHED_YIELD_FELL_BACK);
+		plain_switched += !!(result & WSCHED_YIELD_SWITCHED);
+	}
+	peer_stop(&sleeper);
+	peer_stop(&spinner);
+	TH_LOG("fallback: %d of 20 fell back, %d of those switched; without: %d switched",
+	       fell, switched, plain_switched);
+	/* The sleeper wakes every millisecond, but it is almost always asleep. */
+	EXPECT_LE(18, fell);
+	/* EEVDF lets an ineligible yielder keep the CPU, so not every fallback switches. */
+	EXPECT_LE(fell / 4, switched);
+	EXPECT_GE(2, plain_switched) TH_LOG("a declined call without the flag should keep the CPU");
+	EXPECT_EQ(f0 + fell, kmod_stat("nr_fallbacks"));
 }
 
 TEST_HARNESS_MAIN

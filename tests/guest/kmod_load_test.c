@@ -16,7 +16,7 @@
 
 static const char *const stat_names[] = {
 	"nr_calls", "nr_version", "nr_yield_to", "nr_accepted", "nr_handoffs",
-	"nr_declined", "nr_alone", "nr_einval", "nr_esrch", "nr_eperm",
+	"nr_declined", "nr_alone", "nr_fallbacks", "nr_einval", "nr_esrch", "nr_eperm",
 	"nr_efault", "nr_enotty",
 };
 

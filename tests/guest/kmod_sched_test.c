@@ -71,10 +71,10 @@ struct tally {
 
 /*
  * ROUNDS calls of the caller (pinned to CPU with both spinners): a directed
- * yield (fd >= 0) or sched_yield() (fd < 0). Returns -errno of the first
+ * yield with flags (fd >= 0) or sched_yield() (fd < 0). Returns -errno of the first
  * failed call, else 0.
  */
-static int run_rounds(int fd, struct tally *t)
+static int run_rounds(int fd, uint32_t flags, struct tally *t)
 {
 	pthread_t th[3];
 	int i, ret = 0;
@@ -93,7 +93,7 @@ static int run_rounds(int fd, struct tally *t)
 
 		atomic_store(&ar->first, ID_NONE);
 		if (fd >= 0) {
-			ret = kmod_yield_to(fd, atomic_load(&ar->tid[ID_TARGET]), &result);
+			ret = kmod_yield_to_flags(fd, atomic_load(&ar->tid[ID_TARGET]), flags, &result);
 			if (ret < 0)
 				break;
 			t->handed_over += ret;
@@ -363,9 +363,9 @@ TEST_F_TIMEOUT(sched, eevdf_directed_yield, 120)
 	EXPECT_EQ(h0 + atomic_load(&pp.handed_over_all), kmod_stat("nr_handoffs"));
 
 	/* For the record only: EEVDF passes over an ineligible target. */
-	ASSERT_EQ(0, run_rounds(self->fd, &y));
+	ASSERT_EQ(0, run_rounds(self->fd, 0, &y));
 	log_tally(_metadata, "decoy rounds, YIELD_TO", &y);
-	ASSERT_EQ(0, run_rounds(-1, &s));
+	ASSERT_EQ(0, run_rounds(-1, 0, &s));
 	log_tally(_metadata, "decoy rounds, sched_yield", &s);
 }
 
@@ -373,9 +373,10 @@ TEST_F_TIMEOUT(sched, scx_wsched_ioctl_safe, 120)
 {
 	const char *why = scx_start(self, false);
 	long long a0 = kmod_stat("nr_accepted"), d0 = kmod_stat("nr_declined");
+	long long f0, nd0;
 	pid_t other;
 	char state[64];
-	struct tally y;
+	struct tally y, f, s;
 
 	if (why)
 		SKIP(return, "%s", why);
@@ -389,9 +390,21 @@ TEST_F_TIMEOUT(sched, scx_wsched_ioctl_safe, 120)
 	waitpid(other, NULL, 0);
 	EXPECT_EQ(-ESRCH, kmod_yield_to(self->fd, other, NULL));
 
-	ASSERT_EQ(0, run_rounds(self->fd, &y));
+	ASSERT_EQ(0, run_rounds(self->fd, 0, &y));
 	log_tally(_metadata, "YIELD_TO under scx_wsched", &y);
 	EXPECT_EQ(ROUNDS, y.calls);
+	/*
+	 * With the fallback every declined call yields. Whether that lets
+	 * a spinner run is scx_wsched's ops.yield/slice policy, so it is only
+	 * logged, next to plain sched_yield() for comparison.
+	 */
+	f0 = kmod_stat("nr_fallbacks");
+	nd0 = kmod_stat("nr_declined") + kmod_stat("nr_alone");
+	ASSERT_EQ(0, run_rounds(self->fd, WSCHED_YIELD_TO_FALLBACK, &f));
+	log_tally(_metadata, "YIELD_TO with fallback under scx_wsched", &f);
+	EXPECT_EQ(kmod_stat("nr_declined") + kmod_stat("nr_alone") - nd0, kmod_stat("nr_fallbacks") - f0);
+	ASSERT_EQ(0, run_rounds(-1, 0, &s));
+	log_tally(_metadata, "sched_yield under scx_wsched", &s);
 	/* Every call reached the scheduler: accepted or declined. */
 	EXPECT_LE(a0 + d0 + ROUNDS - 10, kmod_stat("nr_accepted") + kmod_stat("nr_declined"));
 
@@ -412,9 +425,9 @@ TEST_F_TIMEOUT(sched, scx_wsched_directed_yield, 120)
 	ASSERT_EQ(0, ping_pong(self->fd, &pp));
 	log_pp(_metadata, "ping-pong under scx_wsched", &pp);
 	check_pp(_metadata, &pp);
-	ASSERT_EQ(0, run_rounds(self->fd, &y));
+	ASSERT_EQ(0, run_rounds(self->fd, 0, &y));
 	log_tally(_metadata, "decoy rounds, YIELD_TO under scx_wsched", &y);
-	ASSERT_EQ(0, run_rounds(-1, &s));
+	ASSERT_EQ(0, run_rounds(-1, 0, &s));
 	log_tally(_metadata, "decoy rounds, sched_yield under scx_wsched", &s);
 
 	EXPECT_LE(ROUNDS * 9 / 10, y.handed_over);

@@ -163,17 +163,23 @@ static inline pid_t kmod_gettid(void)
 }
 
 /* ioctl(WSCHED_IOC_YIELD_TO): 0/1, or -errno; *result gets arg.result. */
-static inline int kmod_yield_to(int fd, pid_t tid, uint32_t *result)
+static inline int kmod_yield_to_flags(int fd, pid_t tid, uint32_t flags, uint32_t *result)
 {
 	struct wsched_yield_to a = {
 		.version	= WSCHED_ABI_VERSION,
 		.tid		= (uint32_t)tid,
+		.flags		= flags,
 	};
 	int ret = ioctl(fd, WSCHED_IOC_YIELD_TO, &a);
 
 	if (result)
 		*result = a.result;
 	return ret < 0 ? -errno : ret;
+}
+
+static inline int kmod_yield_to(int fd, pid_t tid, uint32_t *result)
+{
+	return kmod_yield_to_flags(fd, tid, 0, result);
 }
 
 /* Reads one counter from /sys/class/misc/wsched/stats/; -1 if unreadable. */

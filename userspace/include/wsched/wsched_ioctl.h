@@ -15,11 +15,13 @@
  *       was switched out before the call returned (result has both
  *       WSCHED_YIELD_ACCEPTED and WSCHED_YIELD_SWITCHED);
  *    0  not handed over (result says why: not accepted, or accepted but the
- *       caller kept its CPU, or WSCHED_YIELD_ALONE);
+ *       caller kept its CPU, or WSCHED_YIELD_ALONE); with
+ *       WSCHED_YIELD_TO_FALLBACK in flags, a call the class did not accept
+ *       then yields like sched_yield() (WSCHED_YIELD_FELL_BACK);
  *   -1  with errno:
- *       EINVAL  arg.version is not WSCHED_ABI_VERSION, arg.flags or
- *               arg.reserved is not zero, arg.tid is 0 or above INT_MAX, or
- *               arg.tid is the caller itself;
+ *       EINVAL  arg.version is not WSCHED_ABI_VERSION, arg.flags has a bit
+ *               outside WSCHED_YIELD_TO_FLAGS, arg.reserved is not zero,
+ *               arg.tid is 0 or above INT_MAX, or arg.tid is the caller;
  *       ESRCH   no thread arg.tid in the caller's pid namespace, or it is
  *               exiting;
  *       EPERM   arg.tid is a thread of another process (root included);
@@ -50,12 +52,18 @@
 #define WSCHED_ABI_VERSION	1
 
 /* wsched_version.features */
-#define WSCHED_FEAT_YIELD_TO	(1ULL << 0)
+#define WSCHED_FEAT_YIELD_TO		(1ULL << 0)
+#define WSCHED_FEAT_YIELD_FALLBACK	(1ULL << 1)
+
+/* wsched_yield_to.flags (set by the caller) */
+#define WSCHED_YIELD_TO_FALLBACK	(1U << 0) /* not accepted: yield as sched_yield() does */
+#define WSCHED_YIELD_TO_FLAGS		WSCHED_YIELD_TO_FALLBACK
 
 /* wsched_yield_to.result bits (written by the module) */
 #define WSCHED_YIELD_ACCEPTED	(1U << 0) /* the class made tid the next pick on its CPU */
 #define WSCHED_YIELD_SWITCHED	(1U << 1) /* the caller was switched out during the call */
 #define WSCHED_YIELD_ALONE	(1U << 2) /* caller's and tid's runqueues held one task each: nothing done */
+#define WSCHED_YIELD_FELL_BACK	(1U << 3) /* not accepted, so yielded as sched_yield() (WSCHED_YIELD_TO_FALLBACK) */
 
 /* WSCHED_IOC_VERSION: all fields written by the module. */
 struct wsched_version {
@@ -69,7 +77,7 @@ struct wsched_version {
 struct wsched_yield_to {
 	__u32 version;		/* in: WSCHED_ABI_VERSION */
 	__u32 tid;		/* in: target thread id (gettid()) in the caller's pid namespace */
-	__u32 flags;		/* in: none defined yet, must be 0 */
+	__u32 flags;		/* in: WSCHED_YIELD_TO_* flags, others must be 0 */
 	__u32 result;		/* out: WSCHED_YIELD_* bits; ignored on input */
 	__u64 reserved[2];	/* in: must be 0 */
 };
