@@ -26,6 +26,8 @@ $(KMOD_KO): $(KMOD_DEPS) | kmod-check
 	$(call msg,KMOD,$@)
 	$(Q)mkdir -p $(KMOD_DIR)
 	$(Q)$(MAKE) -C $(KDIR) M=$(TOP)/kmod MO=$(KMOD_DIR) $(if $(filter 1,$(V)),V=1,-s) modules
+	$(Q)test -s $@ || { echo "make: kbuild left no $@ (a kernel older than 6.13 ignores" \
+	  "MO=; build with make -C kmod KDIR=... instead)" >&2; exit 1; }
 	$(Q)touch $@
 
 .PHONY: kmod-check
