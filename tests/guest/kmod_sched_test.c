@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * wsched.ko with a real scheduler: a directed yield observed, under EEVDF
+ * (no sched_ext scheduler loaded) and under scx_wsched.
+ *
+ * Ping-pong: two threads pinned to one CPU pass a turn back and forth, each
+ * giving the CPU to the other with YIELD_TO while it waits. A call that
+ * returns 1 (handed over) must find, when the caller runs again, that the
+ * peer took its turn in between: the CPU really went to the peer.
+ *
+ * Decoy rounds (scx_wsched only): the caller, a target and a decoy share
+ * one CPU; target and decoy spin. Just before each call the caller clears
+ * a shared "first" word, and the spinners write their id into it with a
+ * CAS whenever they run and find it clear: after the call "first" names
+ * the thread that got the CPU from the caller. scx_wsched's ops.yield
+ * promises the target runs next, so "first" must name it. EEVDF makes no
+ * such promise: yield_to() only sets the target as next buddy, which
+ * pick_next_entity() honours only while the target is eligible (lag >= 0),
+ * so a spinner that just used its slice is passed over; the EEVDF case
+ * logs the decoy rounds for Documentation/kmod.md but does not assert them.
+ *
+ * The scx_wsched cases SKIP while build/bin/scx_wsched does not exist; the
+ * directed case also SKIPs while the scheduler has no ops.yield (no
+ * wsched_yield in build/bpf/scx_wsched.bpf.o): without it sched_ext declines
+ * every directed yield, and the other case checks that this is all that
+ * happens.
+ */
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "kmod_util.h"
+
+KMOD_UNLOAD_AT_EXIT
+
+#define ROUNDS	200
+#define CPU	1	/* not CPU 0, where the test runner and kworkers tend to be */
+
+enum { ID_NONE, ID_TARGET, ID_DECOY };
+
+struct arena {
+	atomic_int first;
+	atomic_int stop;
+	atomic_int tid[3];
+	atomic_ulong spins[3];
+};
+
+static struct arena *ar;
+
+static void *spinner(void *arg)
+{
+	int id = (int)(long)arg;
+
+	kmod_pin(CPU);
+	atomic_store(&ar->tid[id], kmod_gettid());
+	while (!atomic_load_explicit(&ar->stop, memory_order_relaxed)) {
+		int none = ID_NONE;
+
+		if (atomic_load_explicit(&ar->first, memory_order_relaxed) == ID_NONE)
+			atomic_compare_exchange_strong(&ar->first, &none, id);
+		atomic_fetch_add_explicit(&ar->spins[id], 1, memory_order_relaxed);
+	}
+	return NULL;
+}
+
+struct tally {
+	int calls, handed_over, target_first, decoy_first, nobody;
+};
+
+/*
+ * ROUNDS calls of the caller (pinned to CPU with both spinners): a directed
+ * yield with flags (fd >= 0) or sched_yield() (fd < 0). Returns -errno of the first
+ * failed call, else 0.
+ */
+static int run_rounds(int fd, uint32_t flags, struct tally *t)
+{
+	pthread_t th[3];
+	int i, ret = 0;
+
+	memset(t, 0, sizeof(*t));
+	memset(ar, 0, sizeof(*ar));
+	kmod_pin(CPU);
+	for (i = ID_TARGET; i <= ID_DECOY; i++)
+		pthread_create(&th[i], NULL, spinner, (void *)(long)i);
+	while (!atomic_load(&ar->tid[ID_TARGET]) || !atomic_load(&ar->tid[ID_DECOY]))
+		usleep(1000);
+
+	for (i = 0; i < ROUNDS; i++) {
+		uint32_t result = 0;
+		int first;
+
+		atomic_store(&ar->first, ID_NONE);
+		if (fd >= 0) {
+			ret = kmod_yield_to_flags(fd, atomic_load(&ar->tid[ID_TARGET]), flags, &result);
+			if (ret < 0)
+				break;
+			t->handed_over += ret;
+		} else {
+			sched_yield();
+		}
+		t->calls++;
+		first = atomic_load(&ar->first);
+		if (first == ID_TARGET)
+			t->target_first++;
+		else if (first == ID_DECOY)
+			t->decoy_first++;
+		else
+			t->nobody++;
+	}
+	atomic_store(&ar->stop, 1);
+	for (i = ID_TARGET; i <= ID_DECOY; i++)
+		pthread_join(th[i], NULL);
+	return ret < 0 ? ret : 0;
+}
+
+#define TURNS	400
+#define WARMUP	20
+
+struct pingpong {
+	int fd;
+	atomic_int turn;	/* 0 or 1: whose turn */
+	atomic_int tids[2];
+	atomic_long turns;
+	long calls[2], handed_over[2], peer_ran[2], turn_gone[2];
+	long accepted[2], switched[2], alone[2];
+	atomic_long handed_over_all;	/* warm-up included */
+};
+
+/*
+ * One player: takes its turn, passes it, then yields to the peer until the
+ * turn is back. peer_ran counts handed-over calls after which the turn was
+ * back (the peer ran); turn_gone counts those after which it was not.
+ */
+struct pp_arg {
+	struct pingpong *pp;
+	int me;
+};
+
+static void *pp_player(void *arg)
+{
+	struct pingpong *pp = ((struct pp_arg *)arg)->pp;
+	int me = ((struct pp_arg *)arg)->me, peer = !me;
+
+	kmod_pin(CPU);
+	atomic_store(&pp->tids[me], kmod_gettid());
+	while (!atomic_load(&pp->tids[peer]))
+		sched_yield();
+	for (;;) {
+		while (atomic_load(&pp->turn) != me) {
+			uint32_t result = 0;
+			int ret = kmod_yield_to(pp->fd, atomic_load(&pp->tids[peer]), &result);
+
+			if (ret < 0) {
+				/* The peer may be gone after its last turn. */
+				if (ret == -ESRCH && atomic_load(&pp->turns) >= TURNS)
+					continue;
+				return (void *)(long)-ret;
+			}
+			if (ret == 1)
+				atomic_fetch_add(&pp->handed_over_all, 1);
+			/* Count once both players are in the game (a peer still starting is asleep). */
+			if (atomic_load(&pp->turns) < WARMUP)
+				continue;
+			pp->calls[me]++;
+			pp->accepted[me] += !!(result & WSCHED_YIELD_ACCEPTED);
+			pp->switched[me] += !!(result & WSCHED_YIELD_SWITCHED);
+			pp->alone[me] += !!(result & WSCHED_YIELD_ALONE);
+			if (ret == 1) {
+				pp->handed_over[me]++;
+				if (atomic_load(&pp->turn) == me)
+					pp->peer_ran[me]++;
+				else
+					pp->turn_gone[me]++;
+			}
+		}
+		if (atomic_fetch_add(&pp->turns, 1) >= TURNS) {
+			atomic_store(&pp->turn, peer);
+			return NULL;
+		}
+		atomic_store(&pp->turn, peer);
+	}
+}
+
+/* Runs TURNS turns; 0, or the errno a call failed with. */
+static int ping_pong(int fd, struct pingpong *pp)
+{
+	struct pp_arg a0 = { pp, 0 }, a1 = { pp, 1 };
+	void *ret1 = NULL, *ret0;
+	pthread_t th;
+
+	memset(pp, 0, sizeof(*pp));
+	pp->fd = fd;
+	/* Player 0 is this thread, player 1 a new one. */
+	pthread_create(&th, NULL, pp_player, &a1);
+	ret0 = pp_player(&a0);
+	pthread_join(th, &ret1);
+	return (int)(long)(ret0 ? ret0 : ret1);
+}
+
+static void log_pp(struct __test_metadata *_metadata, const char *what, const struct pingpong *pp)
+{
+	TH_LOG("%s: %ld turns, %ld calls (%ld + %ld): %ld accepted, %ld switched, %ld alone, "
+	       "%ld handed over, after which the peer had run %ld times, not %ld",
+	       what, atomic_load(&pp->turns), pp->calls[0] + pp->calls[1], pp->calls[0], pp->calls[1],
+	       pp->accepted[0] + pp->accepted[1], pp->switched[0] + pp->switched[1],
+	       pp->alone[0] + pp->alone[1],
+	       pp->handed_over[0] + pp->handed_over[1], pp->peer_ran[0] + pp->peer_ran[1],
+	       pp->turn_gone[0] + pp->turn_gone[1]);
+}
+
+/* Handed over nearly every time, and every handoff reached the peer. */
+static void check_pp(struct __test_metadata *_metadata, const struct pingpong *pp)
+{
+	long calls = pp->calls[0] + pp->calls[1];
+	long ho = pp->handed_over[0] + pp->handed_over[1];
+	long ran = pp->peer_ran[0] + pp->peer_ran[1];
+
+	EXPECT_LT(TURNS, atomic_load(&pp->turns));
+	EXPECT_LT(0, calls);
+	EXPECT_LE(calls * 9 / 10, ho);
+	EXPECT_LE(ho * 95 / 100, ran);
+}
+
+FIXTURE(sched) {
+	int fd;
+	pid_t scx;		/* scx_wsched's pid, or 0 */
+	char log[64];
+};
+
+static int read_state(char *buf, size_t len)
+{
+	return kmod_read_line("/sys/kernel/sched_ext/state", buf, len);
+}
+
+FIXTURE_SETUP(sched)
+{
+	self->fd = -1;
+	self->scx = 0;
+	if (getuid() != 0)
+		SKIP(return, "loading modules needs root");
+	if (sysconf(_SC_NPROCESSORS_ONLN) <= CPU)
+		SKIP(return, "needs CPU %d", CPU);
+	ar = mmap(NULL, sizeof(*ar), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ar);
+	ASSERT_EQ(0, kmod_ensure_loaded()) TH_LOG("cannot load wsched.ko (built? make all)");
+	self->fd = kmod_open();
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(sched)
+{
+	if (self->scx > 0) {
+		kill(self->scx, SIGINT);
+		waitpid(self->scx, NULL, 0);
+	}
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+/* Starts build/bin/scx_wsched; 0 once it is enabled, else a reason. */
+static const char *scx_start(FIXTURE_DATA(sched) *self, bool need_yield)
+{
+	static char why[PATH_MAX + 64];
+	char top[PATH_MAX - 64], bin[PATH_MAX], obj[PATH_MAX], state[64];
+	struct stat st;
+	int i;
+
+	if (kmod_top(top, sizeof(top)))
+		return "cannot find the project root from /proc/self/exe";
+	snprintf(bin, sizeof(bin), "%s/build/bin/scx_wsched", top);
+	snprintf(obj, sizeof(obj), "%s/build/bpf/scx_wsched.bpf.o", top);
+	if (stat(bin, &st)) {
+		snprintf(why, sizeof(why), "no %s yet (the scheduler issue)", bin);
+		return why;
+	}
+	if (need_yield) {
+		/* The BPF object names its callbacks wsched_<op>. */
+		static const char sym[] = "wsched_yield";
+		FILE *f = fopen(obj, "r");
+		char *buf = NULL;
+		size_t n = 0;
+		bool found = false;
+
+		if (f && !fseek(f, 0, SEEK_END) && (long)(n = ftell(f)) > 0) {
+			rewind(f);
+			buf = malloc(n);
+			if (buf && fread(buf, 1, n, f) == n)
+				found = memmem(buf, n, sym, sizeof(sym)) != NULL;
+			free(buf);
+		}
+		if (f)
+			fclose(f);
+		if (!found) {
+			snprintf(why, sizeof(why), "scx_wsched has no ops.yield yet (no %s in %s)", sym, obj);
+			return why;
+		}
+	}
+	if (read_state(state, sizeof(state)) || strcmp(state, "disabled"))
+		return "sched_ext missing or another scheduler loaded";
+
+	snprintf(self->log, sizeof(self->log), "/tmp/kmod_sched_test.scx.%d", getpid());
+	self->scx = fork();
+	if (self->scx == 0) {
+		int fd = open(self->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execl(bin, bin, (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 300; i++) {
+		int status;
+
+		if (!read_state(state, sizeof(state)) && !strcmp(state, "enabled"))
+			return NULL;
+		if (waitpid(self->scx, &status, WNOHANG) == self->scx) {
+			self->scx = 0;
+			snprintf(why, sizeof(why), "scx_wsched exited (status %#x) before enabling; see %s",
+				 status, self->log);
+			return why;
+		}
+		usleep(50000);
+	}
+	return "scx_wsched not enabled after 15 s";
+}
+
+/* Stops scx_wsched; 0 when it detached cleanly with exit status 0. */
+static int scx_stop(FIXTURE_DATA(sched) *self)
+{
+	int status = -1;
+
+	if (self->scx <= 0)
+		return -1;
+	kill(self->scx, SIGINT);
+	waitpid(self->scx, &status, 0);
+	self->scx = 0;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void log_tally(struct __test_metadata *_metadata, const char *what, const struct tally *t)
+{
+	TH_LOG("%s: %d calls, %d handed over, first to run: target %d, decoy %d, nobody %d",
+	       what, t->calls, t->handed_over, t->target_first, t->decoy_first, t->nobody);
+}
+
+TEST_F_TIMEOUT(sched, eevdf_directed_yield, 120)
+{
+	long long h0 = kmod_stat("nr_handoffs");
+	struct pingpong pp;
+	struct tally y, s;
+	char state[64];
+
+	ASSERT_EQ(0, read_state(state, sizeof(state)));
+	ASSERT_STREQ("disabled", state) TH_LOG("this case needs EEVDF, no sched_ext scheduler");
+
+	ASSERT_EQ(0, ping_pong(self->fd, &pp));
+	log_pp(_metadata, "ping-pong", &pp);
+	check_pp(_metadata, &pp);
+	EXPECT_EQ(h0 + atomic_load(&pp.handed_over_all), kmod_stat("nr_handoffs"));
+
+	/* For the record only: EEVDF passes over an ineligible target. */
+	ASSERT_EQ(0, run_rounds(self->fd, 0, &y));
+	log_tally(_metadata, "decoy rounds, YIELD_TO", &y);
+	ASSERT_EQ(0, run_rounds(-1, 0, &s));
+	log_tally(_metadata, "decoy rounds, sched_yield", &s);
+}
+
+TEST_F_TIMEOUT(sched, scx_wsched_ioctl_safe, 120)
+{
+	const char *why = scx_start(self, false);
+	long long a0 = kmod_stat("nr_accepted"), d0 = kmod_stat("nr_declined");
+	long long f0, nd0;
+	pid_t other;
+	char state[64];
+	struct tally y, f, s;
+
+	if (why)
+		SKIP(return, "%s", why);
+	/* The refusals do not depend on the scheduler. */
+	EXPECT_EQ(-EINVAL, kmod_yield_to(self->fd, kmod_gettid(), NULL));
+	EXPECT_EQ(-EPERM, kmod_yield_to(self->fd, 1, NULL));
+	other = fork();
+	ASSERT_LE(0, other);
+	if (other == 0)
+		_exit(0);
+	waitpid(other, NULL, 0);
+	EXPECT_EQ(-ESRCH, kmod_yield_to(self->fd, other, NULL));
+
+	ASSERT_EQ(0, run_rounds(self->fd, 0, &y));
+	log_tally(_metadata, "YIELD_TO under scx_wsched", &y);
+	EXPECT_EQ(ROUNDS, y.calls);
+	/*
+	 * With the fallback every declined call yields. Whether that lets
+	 * a spinner run is scx_wsched's ops.yield/slice policy, so it is only
+	 * logged, next to plain sched_yield() for comparison.
+	 */
+	f0 = kmod_stat("nr_fallbacks");
+	nd0 = kmod_stat("nr_declined") + kmod_stat("nr_alone");
+	ASSERT_EQ(0, run_rounds(self->fd, WSCHED_YIELD_TO_FALLBACK, &f));
+	log_tally(_metadata, "YIELD_TO with fallback under scx_wsched", &f);
+	EXPECT_EQ(kmod_stat("nr_declined") + kmod_stat("nr_alone") - nd0, kmod_stat("nr_fallbacks") - f0);
+	ASSERT_EQ(0, run_rounds(-1, 0, &s));
+	log_tally(_metadata, "sched_yield under scx_wsched", &s);
+	/* Every call reached the scheduler: accepted or declined. */
+	EXPECT_LE(a0 + d0 + ROUNDS - 10, kmod_stat("nr_accepted") + kmod_stat("nr_declined"));
+
+	ASSERT_EQ(0, read_state(state, sizeof(state)));
+	EXPECT_STREQ("enabled", state) TH_LOG("the scheduler was ejected; see %s", self->log);
+	EXPECT_EQ(0, scx_stop(self)) TH_LOG("scx_wsched exit status; see %s", self->log);
+}
+
+TEST_F_TIMEOUT(sched, scx_wsched_directed_yield, 120)
+{
+	const char *why = scx_start(self, true);
+	struct pingpong pp;
+	char state[64];
+	struct tally y, s;
+
+	if (why)
+		SKIP(return, "%s", why);
+	ASSERT_EQ(0, ping_pong(self->fd, &pp));
+	log_pp(_metadata, "ping-pong under scx_wsched", &pp);
+	check_pp(_metadata, &pp);
+	ASSERT_EQ(0, run_rounds(self->fd, 0, &y));
+	log_tally(_metadata, "decoy rounds, YIELD_TO under scx_wsched", &y);
+	ASSERT_EQ(0, run_rounds(-1, 0, &s));
+	log_tally(_metadata, "decoy rounds, sched_yield under scx_wsched", &s);
+
+	EXPECT_LE(ROUNDS * 9 / 10, y.handed_over);
+	EXPECT_LE(ROUNDS * 9 / 10, y.target_first);
+	ASSERT_EQ(0, read_state(state, sizeof(state)));
+	EXPECT_STREQ("enabled", state) TH_LOG("the scheduler was ejected; see %s", self->log);
+	EXPECT_EQ(0, scx_stop(self)) TH_LOG("scx_wsched exit status; see %s", self->log);
+}
+
+TEST_HARNESS_MAIN
