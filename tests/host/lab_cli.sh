@@ -13,7 +13,7 @@ LAB=$TOP/scripts/lab
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
-tap_plan 15
+tap_plan 16
 
 # lab ARGS... : runs scripts/lab, leaves its status in $rc, output in files.
 lab() { "$LAB" "$@" >"$OUT/stdout" 2>"$OUT/stderr"; rc=$?; }
@@ -124,6 +124,12 @@ ok=1
 [ $rc = 125 ] && [ "$retries" = 2 ] && [ -z "$left" ] && grep -q "three times" "$OUT/stderr" && ok=0
 tap_result $ok "run_hung_boot_retried_then_fails" "exit $rc after $((SECONDS - start))s," \
 	"$retries retries, leftover pids: ${left:-none}" "$(cat "$OUT/stderr")"
+
+# A guest that dies before init (here: no init to run) is retried twice too.
+WSCHED_LAB_APPEND=init=/nonexistent lab run -- true
+retries=$(grep -c "died before reaching init; retrying" "$OUT/stderr")
+tap_result $([ $rc = 125 ] && [ "$retries" = 2 ]; echo $?) "run_early_guest_death_retried_then_fails" \
+	"exit $rc, $retries retries" "$(cat "$OUT/stderr")"
 
 # --kernel sid boots sid's kernel, when the lab has it.
 sidver=$(sed -n 's/^KVER=//p' "$("$LAB" info | sed -n 's/^lab dir: *//p')/rootfs/etc/wsched-lab-kernel-sid" 2>/dev/null)
