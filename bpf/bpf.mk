@@ -17,7 +17,7 @@
 
 VMLINUX_BTF ?= $(firstword $(wildcard $(KDIR)/vmlinux /sys/kernel/btf/vmlinux))
 VMLINUX_H   := $(BUILD)/include/vmlinux.h
-KSRC        ?= $(lastword $(sort $(wildcard /usr/src/linux-source-*)))
+KSRC        ?= $(patsubst %/tools/sched_ext/include,%,$(lastword $(sort $(wildcard /usr/src/linux-source-*/tools/sched_ext/include))))
 SCX_INC     := $(KSRC)/tools/sched_ext/include
 BPF_ARCH    := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 BPF_CFLAGS  := -g -O2 -mcpu=v3 -Wall -Wno-missing-declarations -target bpf \

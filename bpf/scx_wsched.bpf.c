@@ -19,9 +19,10 @@
  *   idle. If the deque already held waiting work, one idle CPU the task may
  *   run on is claimed and kicked too, with a hint naming the loaded deque, so
  *   an idle CPU never sleeps while a deque it could drain is non-empty.
- * - Dispatch: a CPU serves its own deque first. When it is empty and the
- *   previous task still wants to run, it keeps running it with a fresh slice
- *   (nr_keep_running) unless a random victim deque's head has fallen behind
+ * - Dispatch: a CPU serves its own deque first. If the previous task still
+ *   wants to run, it competes with the deque's head by vtime and keeps the
+ *   CPU with a fresh slice when it is not behind (nr_keep_running). When the
+ *   deque is empty, prev keeps running unless a random victim deque's head has fallen behind
  *   that task by more than one base slice of virtual time: then it steals the
  *   laggard (nr_steals_balance), which is what makes CPU shares fair across
  *   CPUs, not just within one deque. When the CPU would go idle it steals:
@@ -345,16 +346,31 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 
 void BPF_STRUCT_OPS(wsched_dispatch, s32 cpu, struct task_struct *prev)
 {
-	if (scx_bpf_dsq_move_to_local(cpu, 0)) {
-		STAT_INC(nr_dispatched_local);
+	struct task_struct *head;
+
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
+		/*
+		 * prev used up its slice and is not on the deque yet: it
+		 * competes with the deque's head by vtime, or weights would
+		 * not matter between two tasks sharing a CPU.
+		 */
+		head = __COMPAT_scx_bpf_dsq_peek(cpu);
+		if (head) {
+			if (time_before(head->scx.dsq_vtime, current_vtime(prev)) &&
+			    scx_bpf_dsq_move_to_local(cpu, 0)) {
+				STAT_INC(nr_dispatched_local);
+				return;
+			}
+		} else if (steal_balance(cpu, prev)) {
+			return;
+		}
+		scx_bpf_task_set_slice(prev, task_slice(scx_bpf_dsq_nr_queued(cpu)));
+		STAT_INC(nr_keep_running);
 		return;
 	}
 
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
-		if (steal_balance(cpu, prev))
-			return;
-		scx_bpf_task_set_slice(prev, slice_ns);
-		STAT_INC(nr_keep_running);
+	if (scx_bpf_dsq_move_to_local(cpu, 0)) {
+		STAT_INC(nr_dispatched_local);
 		return;
 	}
 
