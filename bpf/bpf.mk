@@ -76,3 +76,21 @@ $(BUILD)/bench/scx_simple.bpf.skel.h: $(BUILD)/bench/scx_simple.bpf.o
 $(SCX_SIMPLE): $(SCX_SIMPLE_SRC)/scx_simple.c $(BUILD)/bench/scx_simple.bpf.skel.h
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -g -D_GNU_SOURCE -w -I$(BUILD)/bench -I$(SCX_INC) -o $@ $< $(LDFLAGS) $(LIBBPF_LIBS)
+
+# ------------------------------------------------- stress and benchmarks
+# These recipes run where `make LAB=0 <target>` runs: in the lab guest when
+# the top-level Makefile is used with LAB=1 (LAB_CPUS vCPUs, default 4).
+
+# The stall-freedom run again, for 60 s, on every CPU of the machine; the
+# issue asks for 16 vCPUs: `make stress-guest LAB_CPUS=16`.
+.PHONY: stress-scx-wsched
+stress-guest: stress-scx-wsched
+stress-scx-wsched: $(BUILD)/tests/guest/scx_wsched_stall $(BPF_LOADERS)
+	$(Q)if [ "$$(nproc)" -lt 16 ]; then \
+	  echo "stress-scx-wsched: $$(nproc) CPUs here; the 16-vCPU run is: make stress-guest LAB_CPUS=16"; fi
+	$(Q)WSCHED_STALL_SECS=60 $(TOP)/tests/run-tests --suite stress-sched $<
+
+.PHONY: bench-scx-wsched
+bench-sched: bench-scx-wsched
+bench-scx-wsched: $(BPF_LOADERS) $(SCX_SIMPLE)
+	$(Q)$(TOP)/bpf/scx_wsched_bench

@@ -76,6 +76,20 @@
 #include <scx/common.bpf.h>
 #include "scx_wsched.h"
 
+/*
+ * scx/enums.bpf.h turns every scx enum into a rodata copy the loader must
+ * fill in from the kernel's BTF (SCX_ENUM_INIT: 46 lookups, each a linear
+ * scan of ~150k types, seconds per load in an emulated guest). The three
+ * this file uses are relocated by libbpf instead (CO-RE), from the BTF it
+ * parses anyway, so they are right on every kernel.
+ */
+#undef SCX_DSQ_LOCAL
+#undef SCX_KICK_IDLE
+#undef SCX_TASK_QUEUED
+#define WS_DSQ_LOCAL	bpf_core_enum_value(enum scx_dsq_id_flags, SCX_DSQ_LOCAL)
+#define WS_KICK_IDLE	bpf_core_enum_value(enum scx_kick_flags, SCX_KICK_IDLE)
+#define WS_TASK_QUEUED	bpf_core_enum_value(enum scx_ent_flags, SCX_TASK_QUEUED)
+
 char _license[] SEC("license") = "GPL";
 
 #define STEAL_SWEEP_MAX		16
@@ -294,7 +308,7 @@ static __always_inline void kick_thief(struct task_struct *p, s32 victim)
 	if (thief < 0 || thief == victim)
 		return;
 	steal_hint[thief & CPU_MASK] = victim + 1;
-	scx_bpf_kick_cpu(thief, SCX_KICK_IDLE);
+	scx_bpf_kick_cpu(thief, WS_KICK_IDLE);
 	STAT_INC(nr_kicks);
 }
 
@@ -305,7 +319,7 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
 
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
 	if (is_idle) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+		scx_bpf_dsq_insert(p, WS_DSQ_LOCAL, slice_ns, 0);
 		STAT_INC(nr_direct_dispatch);
 	}
 	return cpu;
@@ -337,7 +351,7 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 	 * on the deque of a CPU that went to sleep just after looking at it.
 	 */
 	if (cpu != bpf_get_smp_processor_id()) {
-		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		scx_bpf_kick_cpu(cpu, WS_KICK_IDLE);
 		STAT_INC(nr_kicks);
 	}
 	if (waiting > 0)
@@ -348,7 +362,7 @@ void BPF_STRUCT_OPS(wsched_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct task_struct *head;
 
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
+	if (prev && (prev->scx.flags & WS_TASK_QUEUED)) {
 		/*
 		 * prev used up its slice and is not on the deque yet: it
 		 * competes with the deque's head by vtime, or weights would
@@ -402,7 +416,7 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
 	scx_bpf_put_cpumask(online);
 	if (thief >= 0 && thief != cpu) {
 		steal_hint[thief & CPU_MASK] = cpu + 1;
-		scx_bpf_kick_cpu(thief, SCX_KICK_IDLE);
+		scx_bpf_kick_cpu(thief, WS_KICK_IDLE);
 		STAT_INC(nr_kicks);
 	}
 }

@@ -348,7 +348,7 @@ int main(int argc, char **argv)
 		seq = scx_hotplug_seq();
 		if (seq >= 0)
 			skel->struct_ops.wsched_ops->hotplug_seq = seq;
-		SCX_ENUM_INIT(skel);
+		/* No SCX_ENUM_INIT(): the BPF side relocates its enums (CO-RE). */
 		skel->rodata->slice_ns = slice_us * 1000ULL;
 		skel->rodata->nr_cpus = nr_cpus;
 		nr_llcs = setup_topology(skel, nr_cpus);
