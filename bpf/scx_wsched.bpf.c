@@ -38,10 +38,12 @@
  * - Fairness: p->scx.dsq_vtime advances by the task's run time scaled by
  *   100/weight (nice 0 = weight 100), so within a deque tasks run in
  *   proportion to their weights. One global vtime_now (the largest vtime a
- *   running task started with) bounds the credit of a sleeper to one base
- *   slice, so a waking task goes behind every task whose vtime is more than
- *   a slice older, and a queued task waits at most about (deque length x
- *   slice x weight ratio) before it runs.
+ *   running task started with) bounds the credit of a waking task to one
+ *   base slice (ops.runnable) and the lag of any queued task to LAG_SLICES
+ *   base slices (ops.enqueue), so a queued task waits at most about (deque
+ *   length x slice x weight ratio) before it runs, and a stolen laggard
+ *   holds its new CPU for at most a few slices before the task it displaced
+ *   runs again.
  * - Slice: --slice-us (default 5 ms) when the target deque is empty, divided
  *   by (1 + waiting tasks) when it is not, down to 1/8 of the base slice
  *   (nr_short_slices); ops.tick() also cuts the running task's slice to that
@@ -93,6 +95,7 @@
 char _license[] SEC("license") = "GPL";
 
 #define STEAL_SWEEP_MAX		16
+#define LAG_SLICES		4	/* max vtime lag of a queued task, in base slices */
 #define CPU_MASK		(WSCHED_MAX_CPUS - 1)
 
 /* Tunables and topology, written by the loader before load. */
@@ -336,9 +339,13 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	/* A sleeper keeps at most one base slice of credit. */
-	if (time_before(vtime, vtime_now - slice_ns))
-		vtime = vtime_now - slice_ns;
+	/*
+	 * Bound how far behind vtime_now a task can be (a task that waited on
+	 * a crowded deque): enough lag for steal_balance() to notice it, not
+	 * so much that, once stolen, it would hold its new CPU for long.
+	 */
+	if (time_before(vtime, vtime_now - LAG_SLICES * slice_ns))
+		vtime = vtime_now - LAG_SLICES * slice_ns;
 
 	waiting = scx_bpf_dsq_nr_queued(cpu);
 	scx_bpf_dsq_insert_vtime(p, cpu, task_slice(waiting), vtime, enq_flags);
@@ -421,6 +428,13 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
 	}
 }
 
+/* A waking task keeps at most one base slice of credit. */
+void BPF_STRUCT_OPS(wsched_runnable, struct task_struct *p, u64 enq_flags)
+{
+	if (time_before(p->scx.dsq_vtime, vtime_now - slice_ns))
+		scx_bpf_task_set_dsq_vtime(p, vtime_now - slice_ns);
+}
+
 void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
 {
 	struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
@@ -485,6 +499,7 @@ SCX_OPS_DEFINE(wsched_ops,
 	       .enqueue		= (void *)wsched_enqueue,
 	       .dispatch	= (void *)wsched_dispatch,
 	       .tick		= (void *)wsched_tick,
+	       .runnable	= (void *)wsched_runnable,
 	       .running		= (void *)wsched_running,
 	       .stopping	= (void *)wsched_stopping,
 	       .enable		= (void *)wsched_enable,
