@@ -39,8 +39,9 @@
  *   100/weight (nice 0 = weight 100), so within a deque tasks run in
  *   proportion to their weights. One global vtime_now (the largest vtime a
  *   running task started with) bounds the credit of a waking task to one
- *   base slice (ops.runnable) and the lag of any queued task to LAG_SLICES
- *   base slices (ops.enqueue), so a queued task waits at most about (deque
+ *   base slice (ops.runnable) and the lag of any task to LAG_SLICES base
+ *   slices (vtime_floor(): in ops.enqueue, ops.stopping and when prev
+ *   competes with a deque head), so a queued task waits at most about (deque
  *   length x slice x weight ratio) before it runs, and a stolen laggard
  *   holds its new CPU for at most a few slices before the task it displaced
  *   runs again.
@@ -261,6 +262,20 @@ static __always_inline bool steal_idle(s32 cpu)
 	return false;
 }
 
+/*
+ * No task's vtime counts as more than LAG_SLICES base slices behind
+ * vtime_now: enough lag for steal_balance() to notice a task that waited on
+ * a crowded deque, not so much that a task could hold a CPU for long against
+ * a waking one (whose vtime starts at most one slice behind vtime_now), or
+ * that a stolen laggard could hold its new CPU for long.
+ */
+static __always_inline u64 vtime_floor(u64 vt)
+{
+	u64 floor = vtime_now - LAG_SLICES * slice_ns;
+
+	return time_before(vt, floor) ? floor : vt;
+}
+
 /* prev's vtime including the run it is just finishing. */
 static __always_inline u64 current_vtime(struct task_struct *p)
 {
@@ -273,7 +288,7 @@ static __always_inline u64 current_vtime(struct task_struct *p)
 		if (time_before(tctx->run_start, now))
 			vt += scale_by_task_weight_inverse(p, now - tctx->run_start);
 	}
-	return vt;
+	return vtime_floor(vt);
 }
 
 /*
@@ -339,14 +354,7 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	/*
-	 * Bound how far behind vtime_now a task can be (a task that waited on
-	 * a crowded deque): enough lag for steal_balance() to notice it, not
-	 * so much that, once stolen, it would hold its new CPU for long.
-	 */
-	if (time_before(vtime, vtime_now - LAG_SLICES * slice_ns))
-		vtime = vtime_now - LAG_SLICES * slice_ns;
-
+	vtime = vtime_floor(vtime);
 	waiting = scx_bpf_dsq_nr_queued(cpu);
 	scx_bpf_dsq_insert_vtime(p, cpu, task_slice(waiting), vtime, enq_flags);
 	STAT_INC(nr_enqueued);
@@ -455,7 +463,8 @@ void BPF_STRUCT_OPS(wsched_stopping, struct task_struct *p, bool runnable)
 		return;
 	ran = now - tctx->run_start;
 	tctx->run_start = 0;
-	scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + scale_by_task_weight_inverse(p, ran));
+	scx_bpf_task_set_dsq_vtime(p, vtime_floor(p->scx.dsq_vtime +
+						  scale_by_task_weight_inverse(p, ran)));
 }
 
 void BPF_STRUCT_OPS(wsched_enable, struct task_struct *p)
