@@ -66,6 +66,10 @@
  *   a failed move costs one lock round trip and the next probe runs.
  * - steal_hint[] is written by the kicker and consumed by the kicked CPU
  *   without synchronisation; a lost or stale hint only costs a probe.
+ * - unstealable[] is a plain flag written by thieves and owners: a stale
+ *   "set" only delays the tick's catch-all kick until the next enqueue of a
+ *   movable task (which kicks a thief itself), a stale "clear" costs one
+ *   futile wakeup.
  * - Tasks of a deque whose owner goes offline are ejected with the
  *   scheduler (the restart above), so no deque is ever left undrained.
  *
@@ -110,6 +114,13 @@ const volatile u32 llc_cpus[WSCHED_MAX_CPUS];		/* CPUs grouped by LLC */
 
 static u64 vtime_now;
 static u32 steal_hint[WSCHED_MAX_CPUS];	/* victim CPU + 1 left by a kicker, 0: none */
+/*
+ * Set when a thief found a CPU's deque non-empty but could take nothing
+ * from it (every waiting task pinned there); cleared when a task that may
+ * run elsewhere joins it. While set, the owner's tick does not wake idle
+ * CPUs for nothing.
+ */
+static u8 unstealable[WSCHED_MAX_CPUS];
 
 UEI_DEFINE(uei);
 
@@ -224,8 +235,10 @@ static __always_inline bool try_steal(s32 cpu, s32 victim, bool balance)
 		return false;
 	STAT_INC(nr_steal_attempts);
 	/* Takes the first task of the victim that may run here, if any. */
-	if (!scx_bpf_dsq_move_to_local(victim, 0))
+	if (!scx_bpf_dsq_move_to_local(victim, 0)) {
+		unstealable[victim & CPU_MASK] = 1;
 		return false;
+	}
 	STAT_INC(nr_steals);
 	if (llc_of(victim) != llc_of(cpu))
 		STAT_INC(nr_steals_remote_llc);
@@ -358,6 +371,8 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 	waiting = scx_bpf_dsq_nr_queued(cpu);
 	scx_bpf_dsq_insert_vtime(p, cpu, task_slice(waiting), vtime, enq_flags);
 	STAT_INC(nr_enqueued);
+	if (p->nr_cpus_allowed > 1 && unstealable[cpu & CPU_MASK])
+		unstealable[cpu & CPU_MASK] = 0;
 
 	/*
 	 * Kick the owner unconditionally if it is another CPU: SCX_KICK_IDLE
@@ -424,7 +439,7 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
 		scx_bpf_task_set_slice(p, min_slice());
 
 	/* Catch-all for a missed thief kick: wake one idle CPU to steal. */
-	if (!bpf_ksym_exists(scx_bpf_get_online_cpumask))
+	if (unstealable[cpu & CPU_MASK] || !bpf_ksym_exists(scx_bpf_get_online_cpumask))
 		return;
 	online = scx_bpf_get_online_cpumask();
 	thief = scx_bpf_pick_idle_cpu(online, 0);
