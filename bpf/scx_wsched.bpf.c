@@ -100,7 +100,7 @@
 char _license[] SEC("license") = "GPL";
 
 #define STEAL_SWEEP_MAX		16
-#define LAG_SLICES		4	/* max vtime lag of a queued task, in base slices */
+#define LAG_SLICES		16	/* max vtime lag of any task, in base slices */
 #define CPU_MASK		(WSCHED_MAX_CPUS - 1)
 
 /* Tunables and topology, written by the loader before load. */

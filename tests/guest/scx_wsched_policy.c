@@ -5,6 +5,8 @@
  * leaves a working scheduler (the loader reloads on the kernel's restart
  * request). Needs at least 4 CPUs (the lab guest of `make test-guest`).
  */
+#include <sys/stat.h>
+
 #include "scx_wsched_util.h"
 #include "kselftest_harness.h"
 
@@ -35,6 +37,19 @@ FIXTURE_TEARDOWN(sched)
 	ws_hogs_stop(&self->hogs);
 	if (self->pid > 0 && waitpid(self->pid, NULL, WNOHANG) == 0)
 		ws_stop(self->pid);
+}
+
+/* Log the loader's stderr (for a failure). */
+static void show_file(struct __test_metadata *_metadata, const char *path)
+{
+	char line[512];
+	FILE *f = fopen(path, "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, "libbpf: ", 8))
+			TH_LOG("%s: %s", path, line);
+	if (f)
+		fclose(f);
 }
 
 /* Stop the loader; check it exited 0 and was enabled up to the end. */
@@ -155,6 +170,47 @@ TEST_F_TIMEOUT(sched, fairness_nice, 60)
 }
 
 /*
+ * A SCHED_IDLE hog shares CPU 2 with a nice 0 hog: it gets a small share
+ * but is not starved. A hog in a child cgroup on CPU 3 is scheduled like
+ * any other (cgroup weights are ignored, cgroups must still work).
+ */
+TEST_F_TIMEOUT(sched, sched_idle_and_cgroup, 60)
+{
+	unsigned long long a[WS_MAX_HOGS], b[WS_MAX_HOGS];
+	const char *cg = "/sys/fs/cgroup/scx_wsched_test";
+	char procs[128], pid[32];
+	double share;
+	cpu_set_t cpu2, cpu3;
+
+	CPU_ZERO(&cpu2);
+	CPU_SET(2, &cpu2);
+	CPU_ZERO(&cpu3);
+	CPU_SET(3, &cpu3);
+	ASSERT_EQ(0, ws_hog_start(&self->hogs, 0, &cpu2));
+	ASSERT_EQ(1, ws_hog_start(&self->hogs, WS_SCHED_IDLE, &cpu2));
+	ASSERT_EQ(2, ws_hog_start(&self->hogs, 0, &cpu3));
+	rmdir(cg);
+	ASSERT_EQ(0, mkdir(cg, 0755)) TH_LOG("cannot create %s: %s", cg, strerror(errno));
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+	snprintf(pid, sizeof(pid), "%d", self->hogs.pid[2]);
+	EXPECT_EQ(0, ws_write_str(procs, pid));
+
+	ws_sleep(1.0);
+	ws_hogs_snapshot(&self->hogs, a);
+	ws_sleep(3.0);
+	ws_hogs_snapshot(&self->hogs, b);
+	share = (double)(b[1] - a[1]) / (double)(b[0] - a[0] + b[1] - a[1]);
+	TH_LOG("SCHED_IDLE share of CPU 2: %.1f%%; cgroup hog: %.0f ms",
+	       share * 100, (b[2] - a[2]) / 1e6);
+	EXPECT_LT(0ULL, b[1] - a[1]) TH_LOG("SCHED_IDLE hog starved");
+	EXPECT_GT(0.10, share);
+	EXPECT_LT(1000e6, (double)(b[2] - a[2])) TH_LOG("cgroup hog barely ran");
+	ws_hogs_stop(&self->hogs);
+	rmdir(cg);
+	EXPECT_EQ(0, stop_sched(&self->pid));
+}
+
+/*
  * Two hogs restricted to CPUs {2,3} and 3 x nr_cpus free hogs that all
  * start on CPU 0: the free ones are stolen around the restricted ones onto
  * every CPU, and no restricted hog ever runs outside {2,3}.
@@ -204,7 +260,7 @@ TEST_F_TIMEOUT(sched, affinity_respected, 60)
  * kernel eject the scheduler with a restart request; the loader must load
  * it again, and the hogs keep running.
  */
-TEST_F_TIMEOUT(sched, hotplug_under_load, 120)
+TEST_F_TIMEOUT(sched, hotplug_under_load, 180)
 {
 	char path[128];
 	int last = self->nr_cpus - 1, i;
@@ -219,11 +275,17 @@ TEST_F_TIMEOUT(sched, hotplug_under_load, 120)
 
 	ASSERT_EQ(0, ws_write_str(path, "0"));
 	ws_sleep(0.5);
-	ASSERT_TRUE(ws_wait_state(true, 30)) TH_LOG("not reloaded after offlining CPU %d", last);
+	if (!ws_wait_state(true, 60)) {
+		show_file(_metadata, ERR_FILE);
+		ASSERT_TRUE(0) TH_LOG("not reloaded after offlining CPU %d", last);
+	}
 	ws_sleep(1.0);
 	ASSERT_EQ(0, ws_write_str(path, "1"));
 	ws_sleep(0.5);
-	ASSERT_TRUE(ws_wait_state(true, 30)) TH_LOG("not reloaded after onlining CPU %d", last);
+	if (!ws_wait_state(true, 60)) {
+		show_file(_metadata, ERR_FILE);
+		ASSERT_TRUE(0) TH_LOG("not reloaded after onlining CPU %d", last);
+	}
 
 	ws_hogs_snapshot(&self->hogs, a);
 	ws_sleep(1.0);

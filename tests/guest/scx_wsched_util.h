@@ -284,9 +284,11 @@ static inline int ws_hogs_init(struct ws_hogs *h)
 	return h->rep == MAP_FAILED ? -1 : 0;
 }
 
+#define WS_SCHED_IDLE	100	/* as @nice: SCHED_IDLE instead of a nice value */
+
 /*
- * Fork one hog with @nice and affinity @set (NULL: inherit); returns its
- * index.
+ * Fork one hog with @nice (or WS_SCHED_IDLE) and affinity @set (NULL:
+ * inherit); returns its index.
  */
 static inline int ws_hog_start(struct ws_hogs *h, int nice, const cpu_set_t *set)
 {
@@ -299,8 +301,14 @@ static inline int ws_hog_start(struct ws_hogs *h, int nice, const cpu_set_t *set
 	if (pid == 0) {
 		if (set && sched_setaffinity(0, sizeof(*set), set))
 			_exit(1);
-		if (nice && setpriority(PRIO_PROCESS, 0, nice))
+		if (nice == WS_SCHED_IDLE) {
+			struct sched_param sp = { 0 };
+
+			if (sched_setscheduler(0, SCHED_IDLE, &sp))
+				_exit(1);
+		} else if (nice && setpriority(PRIO_PROCESS, 0, nice)) {
 			_exit(1);
+		}
 		ws_hog_loop(&h->rep[i]);
 	}
 	if (pid < 0)
