@@ -1,0 +1,533 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * scx_wsched: a sched_ext scheduler with per-CPU dispatch deques and
+ * idle-CPU work stealing.
+ *
+ * What it does
+ * ------------
+ * Every CPU owns a user DSQ (its "deque", DSQ id = CPU number), ordered by
+ * weighted virtual time.
+ *
+ * - Wakeup (ops.select_cpu): the kernel's built-in idle tracking picks the
+ *   previous CPU if it (and, with SMT, its whole core) is idle, else an idle
+ *   core or CPU sharing its LLC, else any idle CPU, else the previous CPU.
+ *   When the pick is idle the task goes straight to that CPU's local DSQ
+ *   (nr_direct_dispatch) and never touches a deque.
+ * - Enqueue: the task joins the deque of the CPU it is assigned to
+ *   (scx_bpf_task_cpu(), which is always in its allowed mask, and is the
+ *   pinned CPU of a migration-disabled task), and that CPU is kicked out of
+ *   idle. If the deque already held waiting work, one idle CPU the task may
+ *   run on is claimed and kicked too, with a hint naming the loaded deque, so
+ *   an idle CPU never sleeps while a deque it could drain is non-empty.
+ * - Dispatch: a CPU serves its own deque first. If the previous task still
+ *   wants to run, it competes with the deque's head by vtime and keeps the
+ *   CPU with a fresh slice when it is not behind (nr_keep_running). When the
+ *   deque is empty, prev keeps running unless a random victim deque's head has fallen behind
+ *   that task by more than one base slice of virtual time: then it steals the
+ *   laggard (nr_steals_balance), which is what makes CPU shares fair across
+ *   CPUs, not just within one deque. When the CPU would go idle it steals:
+ *   the kicker's hint first, then pick-two-random victims in its own LLC
+ *   (take from the longer deque), then pick-two-random in other LLCs, then a
+ *   sweep of at most STEAL_SWEEP_MAX deques from a random start. Each probe
+ *   is one lockless length read; only a promising victim is locked, so the
+ *   cost of a dispatch is bounded by a constant, not by the number of CPUs.
+ * - A steal is scx_bpf_dsq_move_to_local(victim): the kernel takes the first
+ *   task of the victim deque that may run on the thief (allowed by its
+ *   cpumask, not migration-disabled, thief online) and skips the others, so
+ *   stealing can never break affinity or move a migration-disabled task.
+ * - Fairness: p->scx.dsq_vtime advances by the task's run time scaled by
+ *   100/weight (nice 0 = weight 100), so within a deque tasks run in
+ *   proportion to their weights. One global vtime_now (the largest vtime a
+ *   running task started with) bounds the credit of a waking task to one
+ *   base slice (ops.runnable) and the lag of any task to LAG_SLICES base
+ *   slices (vtime_floor(): in ops.enqueue, ops.stopping and when prev
+ *   competes with a deque head), so a queued task waits at most about (deque
+ *   length x slice x weight ratio) before it runs, and a stolen laggard
+ *   holds its new CPU for at most a few slices before the task it displaced
+ *   runs again.
+ * - Slice: --slice-us (default 5 ms) when the target deque is empty, divided
+ *   by (1 + waiting tasks) when it is not, down to 1/8 of the base slice
+ *   (nr_short_slices); ops.tick() also cuts the running task's slice to that
+ *   floor when tasks are waiting behind it, and kicks an idle thief.
+ *
+ * What it deliberately does not do
+ * --------------------------------
+ * No cgroup weights (cgroups work, their cpu.weight is ignored), no
+ * preemption of a running task by a waking one (kicks use SCX_KICK_IDLE
+ * only), no NUMA awareness beyond LLCs, no handling of CPU hotplug inside
+ * BPF: without ops.cpu_online/offline the kernel ejects the scheduler with a
+ * restart request on hotplug and the loader loads it again.
+ *
+ * Known limits and accepted races
+ * -------------------------------
+ * - vtime_now is updated without atomics from every CPU: a lost update only
+ *   lets a waking task start a little behind or ahead, never unboundedly.
+ * - The victim lengths read by pick-two are stale by the time of the move;
+ *   a failed move costs one lock round trip and the next probe runs.
+ * - steal_hint[] is written by the kicker and consumed by the kicked CPU
+ *   without synchronisation; a lost or stale hint only costs a probe.
+ * - unstealable[] is a plain flag written by thieves and owners: a stale
+ *   "set" only delays the tick's catch-all kick until the next enqueue of a
+ *   movable task (which kicks a thief itself), a stale "clear" costs one
+ *   futile wakeup.
+ * - Tasks of a deque whose owner goes offline are ejected with the
+ *   scheduler (the restart above), so no deque is ever left undrained.
+ *
+ * Compatibility: built against the 7.3 headers, loads on sched_ext kernels
+ * from 6.12 on: every kfunc that was renamed or changed signature goes
+ * through the weak-symbol wrappers of scx/compat.bpf.h (bpf_ksym_exists and
+ * ___v1/___v2 flavours), enum values are read at load time, and the
+ * optional helpers used here (scx_bpf_now, scx_bpf_dsq_peek,
+ * scx_bpf_get_online_cpumask) fall back when absent.
+ */
+#include <scx/common.bpf.h>
+#include "scx_wsched.h"
+
+/*
+ * scx/enums.bpf.h turns every scx enum into a rodata copy the loader must
+ * fill in from the kernel's BTF (SCX_ENUM_INIT: 46 lookups, each a linear
+ * scan of ~150k types, seconds per load in an emulated guest). The three
+ * this file uses are relocated by libbpf instead (CO-RE), from the BTF it
+ * parses anyway, so they are right on every kernel.
+ */
+#undef SCX_DSQ_LOCAL
+#undef SCX_KICK_IDLE
+#undef SCX_TASK_QUEUED
+#define WS_DSQ_LOCAL	bpf_core_enum_value(enum scx_dsq_id_flags, SCX_DSQ_LOCAL)
+#define WS_KICK_IDLE	bpf_core_enum_value(enum scx_kick_flags, SCX_KICK_IDLE)
+#define WS_TASK_QUEUED	bpf_core_enum_value(enum scx_ent_flags, SCX_TASK_QUEUED)
+
+char _license[] SEC("license") = "GPL";
+
+#define STEAL_SWEEP_MAX		16
+#define LAG_SLICES		16	/* max vtime lag of any task, in base slices */
+#define CPU_MASK		(WSCHED_MAX_CPUS - 1)
+
+/* Tunables and topology, written by the loader before load. */
+const volatile u64 slice_ns = WSCHED_SLICE_US_DFL * 1000ULL;
+const volatile u32 nr_cpus = 1;
+const volatile u32 nr_llcs = 1;
+const volatile u32 cpu_llc[WSCHED_MAX_CPUS];		/* CPU -> LLC index */
+const volatile u32 llc_start[WSCHED_MAX_LLCS];		/* LLC -> first slot in llc_cpus */
+const volatile u32 llc_len[WSCHED_MAX_LLCS];		/* LLC -> number of CPUs */
+const volatile u32 llc_cpus[WSCHED_MAX_CPUS];		/* CPUs grouped by LLC */
+
+static u64 vtime_now;
+static u32 steal_hint[WSCHED_MAX_CPUS];	/* victim CPU + 1 left by a kicker, 0: none */
+/*
+ * Set when a thief found a CPU's deque non-empty but could take nothing
+ * from it (every waiting task pinned there); cleared when a task that may
+ * run elsewhere joins it. While set, the owner's tick does not wake idle
+ * CPUs for nothing.
+ */
+static u8 unstealable[WSCHED_MAX_CPUS];
+
+UEI_DEFINE(uei);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct wsched_stats);
+} wsched_stats SEC(".maps");
+
+struct task_ctx {
+	u64 run_start;		/* scx_bpf_now() when the task last started running */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ctx);
+} task_ctxs SEC(".maps");
+
+static __always_inline struct wsched_stats *stats(void)
+{
+	u32 zero = 0;
+
+	return bpf_map_lookup_elem(&wsched_stats, &zero);
+}
+
+#define STAT_INC(field) do {					\
+	struct wsched_stats *__s = stats();			\
+	if (__s)						\
+		__s->field++;					\
+} while (0)
+
+static __always_inline u32 llc_of(s32 cpu)
+{
+	return cpu_llc[cpu & CPU_MASK];
+}
+
+static __always_inline u64 min_slice(void)
+{
+	u64 floor = slice_ns / 8;
+
+	return floor > 100000 ? floor : (slice_ns < 100000 ? slice_ns : 100000);
+}
+
+/* The base slice, divided among the tasks already waiting on the deque. */
+static __always_inline u64 task_slice(s32 waiting)
+{
+	u64 s;
+
+	if (waiting <= 0)
+		return slice_ns;
+	s = slice_ns / (u64)(waiting + 1);
+	STAT_INC(nr_short_slices);
+	return s > min_slice() ? s : min_slice();
+}
+
+static __always_inline s32 rand_cpu_in_llc(u32 llc)
+{
+	u32 len, idx;
+
+	if (llc >= WSCHED_MAX_LLCS)
+		return -1;
+	len = llc_len[llc];
+	if (!len)
+		return -1;
+	idx = llc_start[llc] + bpf_get_prandom_u32() % len;
+	return llc_cpus[idx & CPU_MASK];
+}
+
+/* A random CPU outside @my_llc (two tries; -1 if both land inside). */
+static __always_inline s32 rand_cpu_remote(u32 my_llc)
+{
+	s32 cpu;
+	int i;
+
+	if (!nr_cpus)
+		return -1;
+	for (i = 0; i < 2; i++) {
+		cpu = bpf_get_prandom_u32() % nr_cpus;
+		if (llc_of(cpu) != my_llc)
+			return cpu;
+	}
+	return -1;
+}
+
+/*
+ * Pick-two-random: probe two candidate deques with a lockless length read
+ * and return the longer one, or -1 if both look empty.
+ */
+static __always_inline s32 pick_victim(s32 cpu, u32 my_llc, bool remote)
+{
+	s32 a, b, na = 0, nb = 0;
+
+	a = remote ? rand_cpu_remote(my_llc) : rand_cpu_in_llc(my_llc);
+	b = remote ? rand_cpu_remote(my_llc) : rand_cpu_in_llc(my_llc);
+	if (a >= 0 && a != cpu)
+		na = scx_bpf_dsq_nr_queued(a);
+	if (b >= 0 && b != cpu)
+		nb = scx_bpf_dsq_nr_queued(b);
+	if (na <= 0 && nb <= 0)
+		return -1;
+	return na >= nb ? a : b;
+}
+
+static __always_inline bool try_steal(s32 cpu, s32 victim, bool balance)
+{
+	if (victim < 0 || victim == cpu || (u32)victim >= nr_cpus)
+		return false;
+	if (scx_bpf_dsq_nr_queued(victim) <= 0)
+		return false;
+	STAT_INC(nr_steal_attempts);
+	/* Takes the first task of the victim that may run here, if any. */
+	if (!scx_bpf_dsq_move_to_local(victim, 0)) {
+		unstealable[victim & CPU_MASK] = 1;
+		return false;
+	}
+	STAT_INC(nr_steals);
+	if (llc_of(victim) != llc_of(cpu))
+		STAT_INC(nr_steals_remote_llc);
+	if (balance)
+		STAT_INC(nr_steals_balance);
+	return true;
+}
+
+/* The CPU is about to go idle: find work anywhere, at bounded cost. */
+static __always_inline bool steal_idle(s32 cpu)
+{
+	u32 my_llc = llc_of(cpu), hint, start, i;
+
+	hint = steal_hint[cpu & CPU_MASK];
+	if (hint) {
+		steal_hint[cpu & CPU_MASK] = 0;
+		if (try_steal(cpu, hint - 1, false))
+			return true;
+	}
+	if (try_steal(cpu, pick_victim(cpu, my_llc, false), false))
+		return true;
+	if (nr_llcs > 1 && try_steal(cpu, pick_victim(cpu, my_llc, true), false))
+		return true;
+
+	if (!nr_cpus)
+		return false;
+	start = bpf_get_prandom_u32() % nr_cpus;
+	bpf_for(i, 0, STEAL_SWEEP_MAX) {
+		if (i >= nr_cpus)
+			break;
+		if (try_steal(cpu, (start + i) % nr_cpus, false))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * No task's vtime counts as more than LAG_SLICES base slices behind
+ * vtime_now: enough lag for steal_balance() to notice a task that waited on
+ * a crowded deque, not so much that a task could hold a CPU for long against
+ * a waking one (whose vtime starts at most one slice behind vtime_now), or
+ * that a stolen laggard could hold its new CPU for long.
+ */
+static __always_inline u64 vtime_floor(u64 vt)
+{
+	u64 floor = vtime_now - LAG_SLICES * slice_ns;
+
+	return time_before(vt, floor) ? floor : vt;
+}
+
+/* prev's vtime including the run it is just finishing. */
+static __always_inline u64 current_vtime(struct task_struct *p)
+{
+	struct task_ctx *tctx;
+	u64 vt = p->scx.dsq_vtime, now;
+
+	tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+	if (tctx && tctx->run_start) {
+		now = scx_bpf_now();
+		if (time_before(tctx->run_start, now))
+			vt += scale_by_task_weight_inverse(p, now - tctx->run_start);
+	}
+	return vtime_floor(vt);
+}
+
+/*
+ * @prev ran out of slice and nothing waits on this CPU. If a victim's head
+ * has fallen behind prev by more than a base slice of vtime, run it here
+ * instead: prev goes back on this CPU's deque.
+ */
+static __always_inline bool steal_balance(s32 cpu, struct task_struct *prev)
+{
+	struct task_struct *head;
+	u32 my_llc = llc_of(cpu);
+	u64 head_vtime;
+	s32 victim;
+
+	victim = pick_victim(cpu, my_llc, false);
+	if (victim < 0 && nr_llcs > 1)
+		victim = pick_victim(cpu, my_llc, true);
+	if (victim < 0)
+		return false;
+
+	head = __COMPAT_scx_bpf_dsq_peek(victim);
+	if (!head)
+		return false;
+	head_vtime = head->scx.dsq_vtime;
+	if (!time_before(head_vtime + slice_ns, current_vtime(prev)))
+		return false;
+	return try_steal(cpu, victim, true);
+}
+
+/* Wake one idle CPU that @p may run on to steal from @victim's deque. */
+static __always_inline void kick_thief(struct task_struct *p, s32 victim)
+{
+	s32 thief = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+
+	if (thief < 0 || thief == victim)
+		return;
+	steal_hint[thief & CPU_MASK] = victim + 1;
+	scx_bpf_kick_cpu(thief, WS_KICK_IDLE);
+	STAT_INC(nr_kicks);
+}
+
+s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
+{
+	bool is_idle = false;
+	s32 cpu;
+
+	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
+	if (is_idle) {
+		scx_bpf_dsq_insert(p, WS_DSQ_LOCAL, slice_ns, 0);
+		STAT_INC(nr_direct_dispatch);
+	}
+	return cpu;
+}
+
+void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
+{
+	s32 cpu = scx_bpf_task_cpu(p), waiting;
+	u64 vtime = p->scx.dsq_vtime;
+
+	if (cpu < 0 || (u32)cpu >= nr_cpus) {
+		scx_bpf_error("%s[%d] on CPU %d outside the %u known CPUs",
+			      p->comm, p->pid, cpu, nr_cpus);
+		return;
+	}
+
+	vtime = vtime_floor(vtime);
+	waiting = scx_bpf_dsq_nr_queued(cpu);
+	scx_bpf_dsq_insert_vtime(p, cpu, task_slice(waiting), vtime, enq_flags);
+	STAT_INC(nr_enqueued);
+	if (p->nr_cpus_allowed > 1 && unstealable[cpu & CPU_MASK])
+		unstealable[cpu & CPU_MASK] = 0;
+
+	/*
+	 * Kick the owner unconditionally if it is another CPU: SCX_KICK_IDLE
+	 * is a no-op on a busy CPU, and the kernel does not skip a CPU that is
+	 * still between its last dispatch and idle, so a task can never sit
+	 * on the deque of a CPU that went to sleep just after looking at it.
+	 */
+	if (cpu != bpf_get_smp_processor_id()) {
+		scx_bpf_kick_cpu(cpu, WS_KICK_IDLE);
+		STAT_INC(nr_kicks);
+	}
+	if (waiting > 0)
+		kick_thief(p, cpu);
+}
+
+void BPF_STRUCT_OPS(wsched_dispatch, s32 cpu, struct task_struct *prev)
+{
+	struct task_struct *head;
+
+	if (prev && (prev->scx.flags & WS_TASK_QUEUED)) {
+		/*
+		 * prev used up its slice and is not on the deque yet: it
+		 * competes with the deque's head by vtime, or weights would
+		 * not matter between two tasks sharing a CPU.
+		 */
+		head = __COMPAT_scx_bpf_dsq_peek(cpu);
+		if (head) {
+			if (time_before(head->scx.dsq_vtime, current_vtime(prev)) &&
+			    scx_bpf_dsq_move_to_local(cpu, 0)) {
+				STAT_INC(nr_dispatched_local);
+				return;
+			}
+		} else if (steal_balance(cpu, prev)) {
+			return;
+		}
+		scx_bpf_task_set_slice(prev, task_slice(scx_bpf_dsq_nr_queued(cpu)));
+		STAT_INC(nr_keep_running);
+		return;
+	}
+
+	if (scx_bpf_dsq_move_to_local(cpu, 0)) {
+		STAT_INC(nr_dispatched_local);
+		return;
+	}
+
+	if (steal_idle(cpu))
+		return;
+	STAT_INC(nr_dispatch_idle);
+}
+
+void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
+{
+	const struct cpumask *online;
+	s32 cpu = scx_bpf_task_cpu(p), waiting, thief;
+
+	if (cpu < 0 || (u32)cpu >= nr_cpus)
+		return;
+	waiting = scx_bpf_dsq_nr_queued(cpu);
+	if (waiting <= 0)
+		return;
+
+	/* Overloaded: let the waiting tasks in sooner. */
+	if (p->scx.slice > min_slice())
+		scx_bpf_task_set_slice(p, min_slice());
+
+	/* Catch-all for a missed thief kick: wake one idle CPU to steal. */
+	if (unstealable[cpu & CPU_MASK] || !bpf_ksym_exists(scx_bpf_get_online_cpumask))
+		return;
+	online = scx_bpf_get_online_cpumask();
+	thief = scx_bpf_pick_idle_cpu(online, 0);
+	scx_bpf_put_cpumask(online);
+	if (thief >= 0 && thief != cpu) {
+		steal_hint[thief & CPU_MASK] = cpu + 1;
+		scx_bpf_kick_cpu(thief, WS_KICK_IDLE);
+		STAT_INC(nr_kicks);
+	}
+}
+
+/* A waking task keeps at most one base slice of credit. */
+void BPF_STRUCT_OPS(wsched_runnable, struct task_struct *p, u64 enq_flags)
+{
+	if (time_before(p->scx.dsq_vtime, vtime_now - slice_ns))
+		scx_bpf_task_set_dsq_vtime(p, vtime_now - slice_ns);
+}
+
+void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
+{
+	struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+
+	if (tctx)
+		tctx->run_start = scx_bpf_now();
+	/* Racy max: see "accepted races" at the top. */
+	if (time_before(vtime_now, p->scx.dsq_vtime))
+		vtime_now = p->scx.dsq_vtime;
+}
+
+void BPF_STRUCT_OPS(wsched_stopping, struct task_struct *p, bool runnable)
+{
+	struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+	u64 now = scx_bpf_now(), ran;
+
+	if (!tctx || !tctx->run_start || !time_before(tctx->run_start, now))
+		return;
+	ran = now - tctx->run_start;
+	tctx->run_start = 0;
+	scx_bpf_task_set_dsq_vtime(p, vtime_floor(p->scx.dsq_vtime +
+						  scale_by_task_weight_inverse(p, ran)));
+}
+
+void BPF_STRUCT_OPS(wsched_enable, struct task_struct *p)
+{
+	scx_bpf_task_set_dsq_vtime(p, vtime_now);
+}
+
+s32 BPF_STRUCT_OPS(wsched_init_task, struct task_struct *p, struct scx_init_task_args *args)
+{
+	if (!bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE))
+		return -ENOMEM;
+	return 0;
+}
+
+s32 BPF_STRUCT_OPS_SLEEPABLE(wsched_init)
+{
+	s32 ret;
+	u32 i;
+
+	if (!nr_cpus || nr_cpus > WSCHED_MAX_CPUS) {
+		scx_bpf_error("nr_cpus %u out of range", nr_cpus);
+		return -EINVAL;
+	}
+	bpf_for(i, 0, nr_cpus) {
+		ret = scx_bpf_create_dsq(i, -1);
+		if (ret) {
+			scx_bpf_error("failed to create the deque of CPU %u (%d)", i, ret);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+void BPF_STRUCT_OPS(wsched_exit, struct scx_exit_info *ei)
+{
+	UEI_RECORD(uei, ei);
+}
+
+SCX_OPS_DEFINE(wsched_ops,
+	       .select_cpu	= (void *)wsched_select_cpu,
+	       .enqueue		= (void *)wsched_enqueue,
+	       .dispatch	= (void *)wsched_dispatch,
+	       .tick		= (void *)wsched_tick,
+	       .runnable	= (void *)wsched_runnable,
+	       .running		= (void *)wsched_running,
+	       .stopping	= (void *)wsched_stopping,
+	       .enable		= (void *)wsched_enable,
+	       .init_task	= (void *)wsched_init_task,
+	       .init		= (void *)wsched_init,
+	       .exit		= (void *)wsched_exit,
+	       .name		= "wsched");

@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * scx_wsched loader: reads the CPU topology, loads and attaches the BPF
+ * scheduler (scx_wsched.bpf.c, whose top comment explains the policy),
+ * prints its counters, detaches on SIGINT/SIGTERM and reports the exit
+ * reason the kernel recorded. When the kernel ejects the scheduler with a
+ * restart request (CPU hotplug), it loads it again.
+ *
+ * Exit statuses (one line on stderr says why):
+ *   0  detached on request        3  not root
+ *   1  load/attach failure        4  kernel without sched_ext
+ *   2  usage, out-of-range arg    5  another sched_ext scheduler is loaded
+ *   6  the kernel ejected the scheduler (error, stall, sysrq-S, ...)
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <scx/common.h>
+
+#include "scx_wsched.h"
+#include "scx_wsched.skel.h"
+
+enum {
+	EX_OK		= 0,
+	EX_LOAD		= 1,
+	EX_USAGE	= 2,
+	EX_NOT_ROOT	= 3,
+	EX_NO_SCX	= 4,
+	EX_BUSY		= 5,
+	EX_EJECTED	= 6,
+};
+
+/* Same order as struct wsched_stats. */
+static const char *const stat_names[] = {
+	"nr_enqueued", "nr_direct_dispatch", "nr_dispatched_local",
+	"nr_steal_attempts", "nr_steals", "nr_steals_remote_llc",
+	"nr_steals_balance", "nr_kicks", "nr_keep_running",
+	"nr_short_slices", "nr_dispatch_idle",
+};
+_Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == WSCHED_NR_STATS,
+	       "stat_names[] out of sync with struct wsched_stats");
+
+static const char usage_fmt[] =
+"Usage: %s [--slice-us N] [--stats SECONDS] [--json] [--verbose] [--version] [--help]\n"
+"\n"
+"Load scx_wsched, a sched_ext scheduler with per-CPU dispatch deques and\n"
+"idle-CPU work stealing; run until SIGINT/SIGTERM, then detach. The design\n"
+"(policy, invariants, limits) is the comment at the top of bpf/scx_wsched.bpf.c\n"
+"and Documentation/scheduler.md.\n"
+"\n"
+"  --slice-us N       base time slice in microseconds (%d..%d, default %d)\n"
+"  --stats SECONDS    print the counters every SECONDS (1..3600), and once more\n"
+"                     on exit; totals since load\n"
+"  --json             print the counters as one JSON object per line\n"
+"  --verbose          libbpf debug output and load details on stderr\n"
+"  --version          print the version and exit\n"
+"  --help             print this help and exit\n"
+"\n"
+"Exit status: 0 detached on request, 1 load failure, 2 bad usage, 3 not root,\n"
+"4 no sched_ext in this kernel, 5 another sched_ext scheduler is loaded,\n"
+"6 the kernel ejected the scheduler (its recorded reason is printed).\n";
+
+static volatile sig_atomic_t exit_req;
+static bool verbose;
+static const char *prog = "scx_wsched";
+
+static void on_signal(int sig)
+{
+	exit_req = 1;
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && !verbose)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static void die_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "%s: ", prog);
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, " (see --help)\n");
+	exit(EX_USAGE);
+}
+
+/* Strict decimal in [lo, hi]; anything else is a usage error. */
+static unsigned long parse_ulong(const char *opt, const char *s, unsigned long lo, unsigned long hi)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	if (!s || !*s || *s == '-' || *s == '+')
+		goto bad;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v < lo || v > hi)
+		goto bad;
+	return v;
+bad:
+	fprintf(stderr, "%s: %s must be an integer in %lu..%lu, not '%s'\n",
+		prog, opt, lo, hi, s ? s : "");
+	exit(EX_USAGE);
+}
+
+static int read_str(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -errno;
+	if (!fgets(buf, len, f)) {
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+static long read_long(const char *path)
+{
+	char buf[64];
+
+	if (read_str(path, buf, sizeof(buf)))
+		return -1;
+	return strtol(buf, NULL, 10);
+}
+
+/*
+ * The LLC of each CPU: the highest-level cache that lists it, identified by
+ * the first CPU of its shared_cpu_list; without cache information, the
+ * physical package; without that, one LLC for all.
+ */
+static long cpu_llc_key(int cpu)
+{
+	char path[256], buf[4096];
+	int idx, best_level = -1;
+	long key = -1;
+
+	for (idx = 0; idx < 16; idx++) {
+		long level;
+
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cache/index%d/level", cpu, idx);
+		level = read_long(path);
+		if (level < 0)
+			break;
+		if (level <= best_level)
+			continue;
+		snprintf(path, sizeof(path),
+			 "/sys/devices/system/cpu/cpu%d/cache/index%d/shared_cpu_list", cpu, idx);
+		if (read_str(path, buf, sizeof(buf)))
+			continue;
+		best_level = level;
+		key = strtol(buf, NULL, 10);
+	}
+	if (key >= 0)
+		return key;
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
+	key = read_long(path);
+	return key >= 0 ? key + 100000 : 0;
+}
+
+static int setup_topology(struct scx_wsched *skel, int nr_cpus)
+{
+	static long keys[WSCHED_MAX_LLCS];
+	int cpu, llc, nr_llcs = 0, slot = 0;
+
+	for (cpu = 0; cpu < nr_cpus; cpu++) {
+		long key = cpu_llc_key(cpu);
+
+		for (llc = 0; llc < nr_llcs; llc++)
+			if (keys[llc] == key)
+				break;
+		if (llc == nr_llcs)
+			keys[nr_llcs++] = key;
+		skel->rodata->cpu_llc[cpu] = llc;
+	}
+	for (llc = 0; llc < nr_llcs; llc++) {
+		skel->rodata->llc_start[llc] = slot;
+		for (cpu = 0; cpu < nr_cpus; cpu++)
+			if ((int)skel->rodata->cpu_llc[cpu] == llc)
+				skel->rodata->llc_cpus[slot++] = cpu;
+		skel->rodata->llc_len[llc] = slot - skel->rodata->llc_start[llc];
+	}
+	skel->rodata->nr_llcs = nr_llcs;
+	return nr_llcs;
+}
+
+static void read_stats(struct scx_wsched *skel, int nr_cpus, __u64 *out)
+{
+	struct wsched_stats vals[nr_cpus];
+	__u32 zero = 0;
+	int cpu;
+	size_t i;
+
+	memset(out, 0, sizeof(__u64) * WSCHED_NR_STATS);
+	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.wsched_stats), &zero, vals))
+		return;
+	for (cpu = 0; cpu < nr_cpus; cpu++)
+		for (i = 0; i < WSCHED_NR_STATS; i++)
+			out[i] += ((__u64 *)&vals[cpu])[i];
+}
+
+static void print_stats(struct scx_wsched *skel, int nr_cpus, bool json, double secs)
+{
+	__u64 v[WSCHED_NR_STATS];
+	size_t i;
+
+	read_stats(skel, nr_cpus, v);
+	if (json) {
+		printf("{\"time_s\":%.1f", secs);
+		for (i = 0; i < WSCHED_NR_STATS; i++)
+			printf(",\"%s\":%llu", stat_names[i], (unsigned long long)v[i]);
+		printf("}\n");
+	} else {
+		printf("%7.1fs", secs);
+		for (i = 0; i < WSCHED_NR_STATS; i++)
+			printf(" %s=%llu", stat_names[i] + 3, (unsigned long long)v[i]);
+		printf("\n");
+	}
+	fflush(stdout);
+}
+
+static const char *exit_kind_name(int kind)
+{
+	switch (kind) {
+	case 0:		return "none";
+	case 1:		return "done";
+	case 64:	return "unregistered";
+	case 65:	return "unregistered by BPF";
+	case 66:	return "unregistered by the kernel";
+	case 67:	return "sysrq-S";
+	case 1024:	return "error";
+	case 1025:	return "BPF error";
+	case 1026:	return "stall";
+	default:	return kind >= 1024 ? "error" : "other";
+	}
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "slice-us",	required_argument,	NULL, 's' },
+		{ "stats",	required_argument,	NULL, 'S' },
+		{ "json",	no_argument,		NULL, 'j' },
+		{ "verbose",	no_argument,		NULL, 'v' },
+		{ "version",	no_argument,		NULL, 'V' },
+		{ "help",	no_argument,		NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	unsigned long slice_us = WSCHED_SLICE_US_DFL, stats_s = 0;
+	const char *scx_sysfs = getenv("WSCHED_SCX_SYSFS") ?: "/sys/kernel/sched_ext";
+	char path[512], buf[256];
+	struct sigaction sa = { .sa_handler = on_signal };
+	bool json = false;
+	int opt, nr_cpus, nr_llcs, status = EX_OK;
+
+	prog = argv[0] && strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : "scx_wsched";
+	while ((opt = getopt_long(argc, argv, "s:S:jvVh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			slice_us = parse_ulong("--slice-us", optarg, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX);
+			break;
+		case 'S':
+			stats_s = parse_ulong("--stats", optarg, 1, 3600);
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'V':
+			printf("scx_wsched %s\n", WSCHED_VERSION);
+			return EX_OK;
+		case 'h':
+			printf(usage_fmt, prog, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX, WSCHED_SLICE_US_DFL);
+			return EX_OK;
+		default:
+			fprintf(stderr, "%s: bad usage (see --help)\n", prog);
+			return EX_USAGE;
+		}
+	}
+	if (optind < argc)
+		die_usage("unexpected argument '%s'", argv[optind]);
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "%s: must run as root to load a sched_ext scheduler\n", prog);
+		return EX_NOT_ROOT;
+	}
+	snprintf(path, sizeof(path), "%s/state", scx_sysfs);
+	if (read_str(path, buf, sizeof(buf))) {
+		fprintf(stderr, "%s: this kernel has no sched_ext (%s missing; needs CONFIG_SCHED_CLASS_EXT=y)\n",
+			prog, path);
+		return EX_NO_SCX;
+	}
+	if (strcmp(buf, "disabled")) {
+		char ops[128] = "?";
+
+		snprintf(path, sizeof(path), "%s/root/ops", scx_sysfs);
+		read_str(path, ops, sizeof(ops));
+		fprintf(stderr, "%s: another sched_ext scheduler is loaded (state %s, ops %s)\n",
+			prog, buf, ops);
+		return EX_BUSY;
+	}
+
+	nr_cpus = libbpf_num_possible_cpus();
+	if (nr_cpus <= 0 || nr_cpus > WSCHED_MAX_CPUS) {
+		fprintf(stderr, "%s: %d possible CPUs, supported 1..%d\n", prog, nr_cpus, WSCHED_MAX_CPUS);
+		return EX_LOAD;
+	}
+
+	libbpf_set_print(libbpf_print);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	for (;;) {
+		struct scx_wsched *skel;
+		struct bpf_link *link;
+		struct user_exit_info *ei;
+		double t0, next;
+		long seq;
+		int err;
+		bool restart = false;
+
+		skel = scx_wsched__open();
+		if (!skel) {
+			fprintf(stderr, "%s: cannot open the BPF object: %s\n", prog, strerror(errno));
+			return EX_LOAD;
+		}
+		seq = scx_hotplug_seq();
+		if (seq >= 0)
+			skel->struct_ops.wsched_ops->hotplug_seq = seq;
+		/* No SCX_ENUM_INIT(): the BPF side relocates its enums (CO-RE). */
+		skel->rodata->slice_ns = slice_us * 1000ULL;
+		skel->rodata->nr_cpus = nr_cpus;
+		nr_llcs = setup_topology(skel, nr_cpus);
+		UEI_SET_SIZE(skel, wsched_ops, uei);
+
+		err = scx_wsched__load(skel);
+		if (err) {
+			fprintf(stderr, "%s: cannot load the BPF scheduler: %s (run with --verbose for the verifier log)\n",
+				prog, strerror(-err));
+			scx_wsched__destroy(skel);
+			return EX_LOAD;
+		}
+		bpf_map__set_autoattach(skel->maps.wsched_ops, false);
+		link = bpf_map__attach_struct_ops(skel->maps.wsched_ops);
+		if (!link) {
+			err = errno;
+			scx_wsched__destroy(skel);
+			if (err == EBUSY || err == EEXIST || err == EALREADY) {
+				fprintf(stderr, "%s: another sched_ext scheduler is loaded (attach: %s)\n",
+					prog, strerror(err));
+				return EX_BUSY;
+			}
+			fprintf(stderr, "%s: cannot attach the scheduler: %s\n", prog, strerror(err));
+			return EX_LOAD;
+		}
+		if (verbose)
+			fprintf(stderr, "%s: attached: %d CPUs, %d LLCs, slice %lu us\n",
+				prog, nr_cpus, nr_llcs, slice_us);
+
+		t0 = now_s();
+		next = t0 + stats_s;
+		while (!exit_req && !UEI_EXITED(skel, uei)) {
+			usleep(100 * 1000);
+			if (stats_s && now_s() >= next) {
+				print_stats(skel, nr_cpus, json, now_s() - t0);
+				next += stats_s;
+			}
+		}
+
+		bpf_link__destroy(link);
+		ei = &skel->data->uei;
+		if (stats_s)
+			print_stats(skel, nr_cpus, json, now_s() - t0);
+		if (ei->kind >= 1024 && skel->data_uei_dump->uei_dump[0])
+			fprintf(stderr, "%s: kernel debug dump:\n%s\n", prog, skel->data_uei_dump->uei_dump);
+		fprintf(stderr, "%s: exit: %s", prog, ei->reason[0] ? ei->reason : "(no reason recorded)");
+		if (ei->msg[0])
+			fprintf(stderr, " (%s)", ei->msg);
+		fprintf(stderr, " [kind %d %s, code %#llx]\n", ei->kind, exit_kind_name(ei->kind),
+			(unsigned long long)ei->exit_code);
+
+		if (!exit_req && UEI_ECODE_RESTART(ei->exit_code)) {
+			fprintf(stderr, "%s: the kernel asked for a restart: loading again\n", prog);
+			restart = true;
+		} else if (ei->kind != 64 && ei->kind != 0) {
+			/* Anything but our own unregister: the kernel ejected us. */
+			status = EX_EJECTED;
+		}
+		scx_wsched__destroy(skel);
+		if (!restart)
+			break;
+	}
+	return status;
+}

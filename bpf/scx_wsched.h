@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Types shared by scx_wsched.bpf.c (BPF) and scx_wsched.c (loader, tests).
+ * Fixed-size types only: both sides see the same layout.
+ */
+#ifndef __SCX_WSCHED_H
+#define __SCX_WSCHED_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#endif
+
+#define WSCHED_VERSION		"0.1.0"
+#define WSCHED_STATS_VERSION	1
+
+/* Array bounds for the topology tables the loader fills in (rodata). */
+#define WSCHED_MAX_CPUS		512	/* power of two: indices are masked */
+#define WSCHED_MAX_LLCS		WSCHED_MAX_CPUS
+
+/* Tunable ranges (the loader refuses values outside them). */
+#define WSCHED_SLICE_US_DFL	5000
+#define WSCHED_SLICE_US_MIN	100
+#define WSCHED_SLICE_US_MAX	100000
+
+/*
+ * Per-CPU event counters, the value of the one-entry per-CPU array
+ * `wsched_stats`. Documentation/scheduler.md describes each field; keep the
+ * order in sync with wsched_stat_names[] in the loader.
+ */
+struct wsched_stats {
+	__u64 nr_enqueued;		/* ops.enqueue() inserted into a CPU deque */
+	__u64 nr_direct_dispatch;	/* select_cpu found an idle CPU: straight to its local DSQ */
+	__u64 nr_dispatched_local;	/* a CPU took a task from its own deque */
+	__u64 nr_steal_attempts;	/* a thief tried a victim deque that looked non-empty */
+	__u64 nr_steals;		/* ... and moved a task from it */
+	__u64 nr_steals_remote_llc;	/* steals from a deque in another LLC */
+	__u64 nr_steals_balance;	/* steals by a busy CPU whose task ran ahead in vtime */
+	__u64 nr_kicks;			/* CPUs kicked: the owner of a deque, or an idle thief */
+	__u64 nr_keep_running;		/* nothing better to run: the previous task got a new slice */
+	__u64 nr_short_slices;		/* slices shortened because the target deque was loaded */
+	__u64 nr_dispatch_idle;		/* dispatch found nothing: the CPU goes idle */
+};
+
+#define WSCHED_NR_STATS (sizeof(struct wsched_stats) / sizeof(__u64))
+
+#endif /* __SCX_WSCHED_H */

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * scx_wsched loader life cycle: repeated load/unload, the CLI, and every
+ * refusal with its own exit status (negative tests end in _fail).
+ *
+ * Exit statuses under test (bpf/scx_wsched.c): 2 usage, 3 not root, 4 no
+ * sched_ext, 5 another scheduler loaded, 6 ejected by the kernel.
+ */
+#include "scx_wsched_util.h"
+#include "kselftest_harness.h"
+
+#define ERR_FILE "/tmp/scx_wsched_load.err"
+
+/* Every case runs in a fixture whose teardown stops a loader left running. */
+FIXTURE(load) {
+	pid_t pid;
+};
+
+FIXTURE_SETUP(load)
+{
+	self->pid = 0;
+	ASSERT_TRUE(ws_wait_state(false, 10)) TH_LOG("a sched_ext scheduler is loaded before the test");
+}
+
+FIXTURE_TEARDOWN(load)
+{
+	if (self->pid > 0 && waitpid(self->pid, NULL, WNOHANG) == 0)
+		ws_stop(self->pid);
+}
+
+/* Load and unload 20 times: each attaches, detaches cleanly, exits 0. */
+TEST_F_TIMEOUT(load, load_unload_20, 150)
+{
+	const char *args[] = { NULL };
+	int i;
+
+	for (i = 0; i < 20; i++) {
+		self->pid = ws_start(args, NULL, ERR_FILE);
+		ASSERT_LT(0, self->pid) TH_LOG("round %d: scheduler never became enabled", i);
+		ASSERT_EQ(0, ws_stop(self->pid)) TH_LOG("round %d: loader exit status", i);
+		self->pid = 0;
+		ASSERT_TRUE(ws_wait_state(false, 10)) TH_LOG("round %d: still enabled after exit", i);
+		ASSERT_TRUE(ws_file_contains(ERR_FILE, "unregistered from user space"))
+			TH_LOG("round %d: no exit reason printed", i);
+	}
+}
+
+/* --version and --help work without root or sched_ext checks. */
+TEST_F(load, version_and_help)
+{
+	const char *v[] = { "--version", NULL }, *h[] = { "--help", NULL };
+	pid_t pid;
+
+	pid = ws_spawn(v, ERR_FILE, NULL);
+	ASSERT_EQ(0, ws_wait_exit(pid, 10));
+	EXPECT_TRUE(ws_file_contains(ERR_FILE, "scx_wsched 0."));
+	pid = ws_spawn(h, ERR_FILE, NULL);
+	ASSERT_EQ(0, ws_wait_exit(pid, 10));
+	EXPECT_TRUE(ws_file_contains(ERR_FILE, "--slice-us N"));
+	EXPECT_TRUE(ws_file_contains(ERR_FILE, "--stats SECONDS"));
+}
+
+/* --stats with --json prints one JSON object per line, with the counters. */
+TEST_F_TIMEOUT(load, stats_json, 60)
+{
+	const char *args[] = { "--stats", "1", "--json", NULL };
+	const char *out = "/tmp/scx_wsched_json.out";
+	self->pid = ws_start(args, out, ERR_FILE);
+	ASSERT_LT(0, self->pid);
+	ws_sleep(1.5);
+	ASSERT_EQ(0, ws_stop(self->pid));
+	self->pid = 0;
+	EXPECT_LT(0, ws_json_last(out, "nr_enqueued") + ws_json_last(out, "nr_direct_dispatch"));
+	EXPECT_LE(0, ws_json_last(out, "nr_steals"));
+	EXPECT_LE(0, ws_json_last(out, "nr_keep_running"));
+}
+
+/* Out-of-range or malformed arguments: status 2, nothing loaded. */
+TEST_F(load, bad_args_fail)
+{
+	const char *cases[][4] = {
+		{ "--slice-us", "0", NULL },
+		{ "--slice-us", "99", NULL },
+		{ "--slice-us", "100001", NULL },
+		{ "--slice-us", "5ms", NULL },
+		{ "--stats", "0", NULL },
+		{ "--stats", "-1", NULL },
+		{ "--stats", "3601", NULL },
+		{ "--no-such-option", NULL },
+		{ "extra-argument", NULL },
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		EXPECT_EQ(2, ws_run(cases[i], ERR_FILE)) TH_LOG("case %u: %s %s", i, cases[i][0],
+								cases[i][1] ?: "");
+		EXPECT_TRUE(ws_wait_state(false, 1));
+	}
+}
+
+/* Not root: status 3 with a one-line reason. */
+TEST_F(load, not_root_fail)
+{
+	pid_t pid = fork();
+	int st;
+
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int e = open(ERR_FILE, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+
+		dup2(e, 2);
+		if (setgid(65534) || setuid(65534))
+			_exit(100);
+		execl(ws_bin(), ws_bin(), (char *)NULL);
+		_exit(127);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st));
+	EXPECT_EQ(3, WEXITSTATUS(st));
+	EXPECT_TRUE(ws_file_contains(ERR_FILE, "must run as root"));
+	EXPECT_TRUE(ws_wait_state(false, 1));
+}
+
+/*
+ * No sched_ext: the lab kernel has it, so point the loader at a sysfs
+ * directory that does not exist (WSCHED_SCX_SYSFS, a test hook).
+ */
+TEST_F(load, no_sched_ext_fail)
+{
+	const char *args[] = { NULL };
+	int rc;
+
+	setenv("WSCHED_SCX_SYSFS", "/nonexistent/sched_ext", 1);
+	rc = ws_run(args, ERR_FILE);
+	unsetenv("WSCHED_SCX_SYSFS");
+	EXPECT_EQ(4, rc);
+	EXPECT_TRUE(ws_file_contains(ERR_FILE, "no sched_ext"));
+	EXPECT_TRUE(ws_wait_state(false, 1));
+}
+
+/* A second loader while one runs: status 5; the first keeps running. */
+TEST_F_TIMEOUT(load, already_loaded_fail, 90)
+{
+	const char *args[] = { NULL };
+	self->pid = ws_start(args, NULL, NULL);
+	ASSERT_LT(0, self->pid);
+	EXPECT_EQ(5, ws_run(args, ERR_FILE));
+	EXPECT_TRUE(ws_file_contains(ERR_FILE, "another sched_ext scheduler is loaded"));
+	EXPECT_TRUE(ws_enabled());
+	EXPECT_EQ(0, waitpid(self->pid, NULL, WNOHANG)) TH_LOG("first loader died");
+	EXPECT_EQ(0, ws_stop(self->pid));
+	self->pid = 0;
+}
+
+/*
+ * The kernel ejects the scheduler (sysrq-S): the loader prints the recorded
+ * reason and exits 6.
+ */
+TEST_F_TIMEOUT(load, ejected_fail, 90)
+{
+	const char *args[] = { NULL };
+	self->pid = ws_start(args, NULL, ERR_FILE);
+	ASSERT_LT(0, self->pid);
+	ASSERT_EQ(0, ws_write_str("/proc/sysrq-trigger", "S"));
+	EXPECT_EQ(6, ws_wait_exit(self->pid, 30));
+	self->pid = 0;
+	EXPECT_TRUE(ws_file_contains(ERR_FILE, "sysrq")) TH_LOG("exit reason not printed");
+	EXPECT_TRUE(ws_wait_state(false, 5));
+}
+
+TEST_HARNESS_MAIN

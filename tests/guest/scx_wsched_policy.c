@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * scx_wsched policy: stealing keeps every CPU busy, CPU shares follow
+ * weights, affinity is never broken by a steal, and CPU hotplug under load
+ * leaves a working scheduler (the loader reloads on the kernel's restart
+ * request). Needs at least 4 CPUs (the lab guest of `make test-guest`).
+ */
+#include <sys/stat.h>
+
+#include "scx_wsched_util.h"
+#include "kselftest_harness.h"
+
+#define OUT_FILE "/tmp/scx_wsched_policy.out"
+#define ERR_FILE "/tmp/scx_wsched_policy.err"
+
+FIXTURE(sched) {
+	pid_t pid;
+	int nr_cpus;
+	struct ws_hogs hogs;
+};
+
+FIXTURE_SETUP(sched)
+{
+	const char *args[] = { "--stats", "1", "--json", NULL };
+
+	self->nr_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (self->nr_cpus < 4)
+		SKIP(return, "needs at least 4 online CPUs, have %d", self->nr_cpus);
+	ASSERT_EQ(0, ws_hogs_init(&self->hogs));
+	ASSERT_TRUE(ws_wait_state(false, 10)) TH_LOG("a sched_ext scheduler is loaded before the test");
+	self->pid = ws_start(args, OUT_FILE, ERR_FILE);
+	ASSERT_LT(0, self->pid) TH_LOG("scx_wsched did not become enabled");
+}
+
+FIXTURE_TEARDOWN(sched)
+{
+	ws_hogs_stop(&self->hogs);
+	if (self->pid > 0 && waitpid(self->pid, NULL, WNOHANG) == 0)
+		ws_stop(self->pid);
+}
+
+/* Log the loader's stderr (for a failure). */
+static void show_file(struct __test_metadata *_metadata, const char *path)
+{
+	char line[512];
+	FILE *f = fopen(path, "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, "libbpf: ", 8))
+			TH_LOG("%s: %s", path, line);
+	if (f)
+		fclose(f);
+}
+
+/* Stop the loader; check it exited 0 and was enabled up to the end. */
+static int stop_sched(pid_t *pid)
+{
+	int rc;
+
+	if (!ws_enabled())
+		return -100;
+	rc = ws_stop(*pid);
+	*pid = 0;
+	return rc;
+}
+
+static void all_cpus(cpu_set_t *set, int n)
+{
+	int c;
+
+	CPU_ZERO(set);
+	for (c = 0; c < n; c++)
+		CPU_SET(c, set);
+}
+
+/*
+ * 4 x nr_cpus CPU hogs, all started on CPU 0 (affinity {0}), then allowed
+ * everywhere. None of them sleeps, so only stealing can move them: within a
+ * second every CPU must be busy, and nr_steals > 0.
+ */
+TEST_F_TIMEOUT(sched, stealing, 60)
+{
+	unsigned long long b0[WS_MAX_CPUS], t0[WS_MAX_CPUS], b1[WS_MAX_CPUS], t1[WS_MAX_CPUS];
+	int n = self->nr_cpus * 4, i, c;
+	cpu_set_t cpu0, all;
+
+	CPU_ZERO(&cpu0);
+	CPU_SET(0, &cpu0);
+	all_cpus(&all, self->nr_cpus);
+	for (i = 0; i < n; i++)
+		ASSERT_LE(0, ws_hog_start(&self->hogs, 0, &cpu0));
+	ws_sleep(0.3);
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(0, sched_setaffinity(self->hogs.pid[i], sizeof(all), &all));
+
+	/* Busy in the second after the release (allow 0.5 s to spread). */
+	ws_sleep(0.5);
+	ASSERT_EQ(self->nr_cpus, ws_cpu_times(b0, t0));
+	ws_sleep(0.5);
+	ASSERT_EQ(self->nr_cpus, ws_cpu_times(b1, t1));
+	for (c = 0; c < self->nr_cpus; c++) {
+		double busy = (double)(b1[c] - b0[c]) / (double)(t1[c] - t0[c] ?: 1);
+
+		EXPECT_LT(0.85, busy) TH_LOG("CPU %d only %.0f%% busy", c, busy * 100);
+	}
+	ws_hogs_stop(&self->hogs);
+	ASSERT_EQ(0, stop_sched(&self->pid));
+	EXPECT_LT(0, ws_json_last(OUT_FILE, "nr_steals"));
+	TH_LOG("nr_steals %lld, nr_steal_attempts %lld", ws_json_last(OUT_FILE, "nr_steals"),
+	       ws_json_last(OUT_FILE, "nr_steal_attempts"));
+}
+
+/*
+ * 1.5 x nr_cpus equal-weight hogs, free to run anywhere: an uneven split
+ * per CPU, so only balancing across deques makes the shares equal. Each
+ * hog's CPU time over 4 s must be within 20% of the mean.
+ */
+TEST_F_TIMEOUT(sched, fairness_equal_weights, 60)
+{
+	unsigned long long a[WS_MAX_HOGS], b[WS_MAX_HOGS];
+	int n = self->nr_cpus * 3 / 2, i;
+	double mean = 0;
+
+	for (i = 0; i < n; i++)
+		ASSERT_LE(0, ws_hog_start(&self->hogs, 0, NULL));
+	ws_sleep(1.0);
+	ws_hogs_snapshot(&self->hogs, a);
+	ws_sleep(4.0);
+	ws_hogs_snapshot(&self->hogs, b);
+	for (i = 0; i < n; i++)
+		mean += (double)(b[i] - a[i]) / n;
+	ASSERT_LT(0, mean);
+	for (i = 0; i < n; i++) {
+		double dev = ((double)(b[i] - a[i]) - mean) / mean;
+
+		TH_LOG("hog %d: %.0f ms (%+.0f%%)", i, (b[i] - a[i]) / 1e6, dev * 100);
+		EXPECT_GT(0.20, dev < 0 ? -dev : dev) TH_LOG("hog %d off the mean by %.0f%%", i, dev * 100);
+	}
+	ws_hogs_stop(&self->hogs);
+	EXPECT_EQ(0, stop_sched(&self->pid));
+}
+
+/*
+ * A nice 0 and a nice 5 hog sharing CPU 1: their CPU times must be in the
+ * kernel's weight ratio 1024/335 (sched_prio_to_weight), within 25%.
+ */
+TEST_F_TIMEOUT(sched, fairness_nice, 60)
+{
+	unsigned long long a[WS_MAX_HOGS], b[WS_MAX_HOGS];
+	const double want = 1024.0 / 335.0;
+	double ratio;
+	cpu_set_t cpu1;
+
+	CPU_ZERO(&cpu1);
+	CPU_SET(1, &cpu1);
+	ASSERT_EQ(0, ws_hog_start(&self->hogs, 0, &cpu1));
+	ASSERT_EQ(1, ws_hog_start(&self->hogs, 5, &cpu1));
+	ws_sleep(1.0);
+	ws_hogs_snapshot(&self->hogs, a);
+	ws_sleep(4.0);
+	ws_hogs_snapshot(&self->hogs, b);
+	ASSERT_LT(0ULL, b[1] - a[1]);
+	ratio = (double)(b[0] - a[0]) / (double)(b[1] - a[1]);
+	TH_LOG("nice 0: %.0f ms, nice 5: %.0f ms, ratio %.2f (kernel weights %.2f)",
+	       (b[0] - a[0]) / 1e6, (b[1] - a[1]) / 1e6, ratio, want);
+	EXPECT_LT(want * 0.75, ratio);
+	EXPECT_GT(want * 1.25, ratio);
+	ws_hogs_stop(&self->hogs);
+	EXPECT_EQ(0, stop_sched(&self->pid));
+}
+
+/*
+ * A SCHED_IDLE hog shares CPU 2 with a nice 0 hog: it gets a small share
+ * but is not starved. A hog in a child cgroup on CPU 3 is scheduled like
+ * any other (cgroup weights are ignored, cgroups must still work).
+ */
+TEST_F_TIMEOUT(sched, sched_idle_and_cgroup, 60)
+{
+	unsigned long long a[WS_MAX_HOGS], b[WS_MAX_HOGS];
+	const char *cg = "/sys/fs/cgroup/scx_wsched_test";
+	char procs[128], pid[32];
+	double share;
+	cpu_set_t cpu2, cpu3;
+
+	CPU_ZERO(&cpu2);
+	CPU_SET(2, &cpu2);
+	CPU_ZERO(&cpu3);
+	CPU_SET(3, &cpu3);
+	ASSERT_EQ(0, ws_hog_start(&self->hogs, 0, &cpu2));
+	ASSERT_EQ(1, ws_hog_start(&self->hogs, WS_SCHED_IDLE, &cpu2));
+	ASSERT_EQ(2, ws_hog_start(&self->hogs, 0, &cpu3));
+	rmdir(cg);
+	ASSERT_EQ(0, mkdir(cg, 0755)) TH_LOG("cannot create %s: %s", cg, strerror(errno));
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+	snprintf(pid, sizeof(pid), "%d", self->hogs.pid[2]);
+	EXPECT_EQ(0, ws_write_str(procs, pid));
+
+	ws_sleep(1.0);
+	ws_hogs_snapshot(&self->hogs, a);
+	ws_sleep(3.0);
+	ws_hogs_snapshot(&self->hogs, b);
+	share = (double)(b[1] - a[1]) / (double)(b[0] - a[0] + b[1] - a[1]);
+	TH_LOG("SCHED_IDLE share of CPU 2: %.1f%%; cgroup hog: %.0f ms",
+	       share * 100, (b[2] - a[2]) / 1e6);
+	EXPECT_LT(0ULL, b[1] - a[1]) TH_LOG("SCHED_IDLE hog starved");
+	EXPECT_GT(0.10, share);
+	EXPECT_LT(1000e6, (double)(b[2] - a[2])) TH_LOG("cgroup hog barely ran");
+	ws_hogs_stop(&self->hogs);
+	rmdir(cg);
+	EXPECT_EQ(0, stop_sched(&self->pid));
+}
+
+/*
+ * Two hogs restricted to CPUs {2,3} and 3 x nr_cpus free hogs that all
+ * start on CPU 0: the free ones are stolen around the restricted ones onto
+ * every CPU, and no restricted hog ever runs outside {2,3}.
+ */
+TEST_F_TIMEOUT(sched, affinity_respected, 60)
+{
+	int n_free = self->nr_cpus * 3, i, r0, r1;
+	unsigned long long free_seen = 0;
+	cpu_set_t cpu0, two_three, all;
+
+	CPU_ZERO(&cpu0);
+	CPU_SET(0, &cpu0);
+	CPU_ZERO(&two_three);
+	CPU_SET(2, &two_three);
+	CPU_SET(3, &two_three);
+	all_cpus(&all, self->nr_cpus);
+
+	r0 = ws_hog_start(&self->hogs, 0, &two_three);
+	r1 = ws_hog_start(&self->hogs, 0, &two_three);
+	ASSERT_EQ(1, r1);
+	for (i = 0; i < n_free; i++)
+		ASSERT_LE(0, ws_hog_start(&self->hogs, 0, &cpu0));
+	ws_sleep(0.3);
+	for (i = 2; i < 2 + n_free; i++)
+		ASSERT_EQ(0, sched_setaffinity(self->hogs.pid[i], sizeof(all), &all));
+	ws_sleep(3.0);
+
+	for (i = r0; i <= r1; i++) {
+		EXPECT_EQ(0ULL, self->hogs.rep[i].bad_cpu) TH_LOG("restricted hog %d ran outside its set", i);
+		EXPECT_EQ(0ULL, self->hogs.rep[i].cpus_seen & ~0xcULL)
+			TH_LOG("restricted hog %d seen on CPUs %#llx", i, self->hogs.rep[i].cpus_seen);
+		EXPECT_LT(0ULL, self->hogs.rep[i].cpu_ns);
+	}
+	for (i = 2; i < 2 + n_free; i++) {
+		EXPECT_EQ(0ULL, self->hogs.rep[i].bad_cpu);
+		free_seen |= self->hogs.rep[i].cpus_seen;
+	}
+	EXPECT_EQ((1ULL << self->nr_cpus) - 1, free_seen)
+		TH_LOG("free hogs ran only on CPUs %#llx", free_seen);
+	ws_hogs_stop(&self->hogs);
+	ASSERT_EQ(0, stop_sched(&self->pid));
+	EXPECT_LT(0, ws_json_last(OUT_FILE, "nr_steals"));
+}
+
+/*
+ * Offline and online the last CPU under load: each transition makes the
+ * kernel eject the scheduler with a restart request; the loader must load
+ * it again, and the hogs keep running.
+ */
+TEST_F_TIMEOUT(sched, hotplug_under_load, 180)
+{
+	char path[128];
+	int last = self->nr_cpus - 1, i;
+	unsigned long long a[WS_MAX_HOGS], b[WS_MAX_HOGS];
+
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", last);
+	if (access(path, W_OK))
+		SKIP(return, "CPU %d cannot be offlined here", last);
+	for (i = 0; i < self->nr_cpus * 2; i++)
+		ASSERT_LE(0, ws_hog_start(&self->hogs, 0, NULL));
+	ws_sleep(0.5);
+
+	ASSERT_EQ(0, ws_write_str(path, "0"));
+	ws_sleep(0.5);
+	if (!ws_wait_state(true, 60)) {
+		show_file(_metadata, ERR_FILE);
+		ASSERT_TRUE(0) TH_LOG("not reloaded after offlining CPU %d", last);
+	}
+	ws_sleep(1.0);
+	ASSERT_EQ(0, ws_write_str(path, "1"));
+	ws_sleep(0.5);
+	if (!ws_wait_state(true, 60)) {
+		show_file(_metadata, ERR_FILE);
+		ASSERT_TRUE(0) TH_LOG("not reloaded after onlining CPU %d", last);
+	}
+
+	ws_hogs_snapshot(&self->hogs, a);
+	ws_sleep(1.0);
+	ws_hogs_snapshot(&self->hogs, b);
+	for (i = 0; i < self->hogs.n; i++)
+		EXPECT_LT(a[i], b[i]) TH_LOG("hog %d made no progress after hotplug", i);
+	EXPECT_EQ(0, waitpid(self->pid, NULL, WNOHANG)) TH_LOG("loader died");
+	EXPECT_TRUE(ws_file_contains(ERR_FILE, "asked for a restart"));
+	ws_hogs_stop(&self->hogs);
+	EXPECT_EQ(0, stop_sched(&self->pid));
+}
+
+TEST_HARNESS_MAIN

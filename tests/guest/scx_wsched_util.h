@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the scx_wsched guest tests: start and stop the loader,
+ * read sched_ext state, run CPU hogs that report where and how long they
+ * ran through shared memory, and sample per-CPU busy time.
+ *
+ * The loader is build/bin/scx_wsched, found relative to the test binary
+ * (build/tests/guest/<test>), or through WSCHED_BIN.
+ */
+#ifndef __SCX_WSCHED_UTIL_H
+#define __SCX_WSCHED_UTIL_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WS_MAX_HOGS	64
+#define WS_MAX_CPUS	64
+
+static inline double ws_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static inline void ws_sleep(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (time_t)s) * 1e9) };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static inline int ws_read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -errno;
+	if (!fgets(buf, len, f)) {
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+static inline int ws_write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, strlen(s)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static inline const char *ws_bin(void)
+{
+	static char path[PATH_MAX];
+	char exe[PATH_MAX];
+	ssize_t n;
+
+	if (getenv("WSCHED_BIN"))
+		return getenv("WSCHED_BIN");
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n < 0)
+		return "build/bin/scx_wsched";
+	exe[n] = '\0';
+	/* build/tests/guest/<test> -> build/bin/scx_wsched */
+	snprintf(path, sizeof(path), "%s/../../bin/scx_wsched", dirname(exe));
+	return path;
+}
+
+/* "enabled wsched", "disabled", ... */
+static inline void ws_state(char *buf, size_t len)
+{
+	char state[64] = "missing", ops[128] = "";
+
+	ws_read_line("/sys/kernel/sched_ext/state", state, sizeof(state));
+	ws_read_line("/sys/kernel/sched_ext/root/ops", ops, sizeof(ops));
+	snprintf(buf, len, "%s%s%s", state, ops[0] ? " " : "", ops);
+}
+
+static inline bool ws_enabled(void)
+{
+	char st[256];
+
+	ws_state(st, sizeof(st));
+	return !strcmp(st, "enabled wsched");
+}
+
+static inline bool ws_wait_state(bool enabled, double timeout)
+{
+	double end = ws_now() + timeout;
+	char st[256];
+
+	do {
+		ws_state(st, sizeof(st));
+		if (enabled ? !strcmp(st, "enabled wsched") : !strcmp(st, "disabled"))
+			return true;
+		ws_sleep(0.05);
+	} while (ws_now() < end);
+	return false;
+}
+
+/*
+ * Run the loader with @args (NULL-terminated, after argv[0]); stdout and
+ * stderr go to @out and @err (files, may be NULL for /dev/null).
+ */
+static inline pid_t ws_spawn(const char *const *args, const char *out, const char *err)
+{
+	const char *argv[16];
+	pid_t pid;
+	int i = 0;
+
+	argv[i++] = ws_bin();
+	while (args && *args && i < 15)
+		argv[i++] = *args++;
+	argv[i] = NULL;
+	pid = fork();
+	if (pid == 0) {
+		int o = open(out ?: "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(err ?: "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(o, 1);
+		dup2(e, 2);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Exit status of @pid, waiting at most @timeout seconds (then -1). */
+static inline int ws_wait_exit(pid_t pid, double timeout)
+{
+	double end = ws_now() + timeout;
+	int st;
+
+	do {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		if (r < 0)
+			return -1;
+		ws_sleep(0.02);
+	} while (ws_now() < end);
+	return -1;
+}
+
+/* Run the loader to completion (a refusal), return its exit status. */
+static inline int ws_run(const char *const *args, const char *err)
+{
+	pid_t pid = ws_spawn(args, NULL, err);
+
+	return pid < 0 ? -1 : ws_wait_exit(pid, 60);
+}
+
+/* Start the loader and wait until sched_ext reports it enabled. */
+static inline pid_t ws_start(const char *const *args, const char *out, const char *err)
+{
+	pid_t pid = ws_spawn(args, out, err);
+
+	if (pid < 0)
+		return -1;
+	if (!ws_wait_state(true, 30)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	return pid;
+}
+
+/* SIGINT the loader; its exit status, or -1 if it did not exit in time. */
+static inline int ws_stop(pid_t pid)
+{
+	int rc;
+
+	kill(pid, SIGINT);
+	rc = ws_wait_exit(pid, 30);
+	if (rc < 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	return rc;
+}
+
+/* The value of "name":N in the last JSON line of @path, or -1. */
+static inline long long ws_json_last(const char *path, const char *name)
+{
+	char line[4096], last[4096] = "", key[128], *p;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (line[0] == '{')
+			strcpy(last, line);
+	fclose(f);
+	snprintf(key, sizeof(key), "\"%s\":", name);
+	p = strstr(last, key);
+	return p ? strtoll(p + strlen(key), NULL, 10) : -1;
+}
+
+static inline bool ws_file_contains(const char *path, const char *needle)
+{
+	char buf[65536];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strstr(buf, needle) != NULL;
+}
+
+/* ---------------------------------------------------------------- hogs */
+
+struct ws_hog_report {
+	volatile unsigned long long cpu_ns;	/* CPU time so far */
+	volatile unsigned long long cpus_seen;	/* bit per CPU it ran on */
+	volatile unsigned long long bad_cpu;	/* runs outside its allowed set */
+};
+
+struct ws_hogs {
+	int n;
+	pid_t pid[WS_MAX_HOGS];
+	struct ws_hog_report *rep;	/* shared, n entries */
+};
+
+static inline unsigned long long ws_thread_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static inline void ws_hog_loop(struct ws_hog_report *r)
+{
+	cpu_set_t allowed;
+
+	for (;;) {
+		volatile unsigned long x = 0;
+		int cpu, i;
+
+		for (i = 0; i < 20000; i++)
+			x += i;
+		cpu = sched_getcpu();
+		if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0 &&
+		    cpu >= 0 && !CPU_ISSET(cpu, &allowed))
+			r->bad_cpu++;
+		if (cpu >= 0 && cpu < 64)
+			r->cpus_seen |= 1ULL << cpu;
+		r->cpu_ns = ws_thread_ns();
+	}
+}
+
+static inline int ws_hogs_init(struct ws_hogs *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->rep = mmap(NULL, sizeof(*h->rep) * WS_MAX_HOGS, PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	return h->rep == MAP_FAILED ? -1 : 0;
+}
+
+#define WS_SCHED_IDLE	100	/* as @nice: SCHED_IDLE instead of a nice value */
+
+/*
+ * Fork one hog with @nice (or WS_SCHED_IDLE) and affinity @set (NULL:
+ * inherit); returns its index.
+ */
+static inline int ws_hog_start(struct ws_hogs *h, int nice, const cpu_set_t *set)
+{
+	int i = h->n;
+	pid_t pid;
+
+	if (i >= WS_MAX_HOGS)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		if (set && sched_setaffinity(0, sizeof(*set), set))
+			_exit(1);
+		if (nice == WS_SCHED_IDLE) {
+			struct sched_param sp = { 0 };
+
+			if (sched_setscheduler(0, SCHED_IDLE, &sp))
+				_exit(1);
+		} else if (nice && setpriority(PRIO_PROCESS, 0, nice)) {
+			_exit(1);
+		}
+		ws_hog_loop(&h->rep[i]);
+	}
+	if (pid < 0)
+		return -1;
+	h->pid[i] = pid;
+	h->n++;
+	return i;
+}
+
+static inline void ws_hogs_stop(struct ws_hogs *h)
+{
+	int i;
+
+	for (i = 0; i < h->n; i++)
+		kill(h->pid[i], SIGKILL);
+	for (i = 0; i < h->n; i++)
+		waitpid(h->pid[i], NULL, 0);
+	h->n = 0;
+}
+
+static inline void ws_hogs_snapshot(const struct ws_hogs *h, unsigned long long *ns)
+{
+	int i;
+
+	for (i = 0; i < h->n; i++)
+		ns[i] = h->rep[i].cpu_ns;
+}
+
+/* ------------------------------------------------------- per-CPU busy */
+
+/* Busy and total jiffies of each CPU from /proc/stat; returns CPUs read. */
+static inline int ws_cpu_times(unsigned long long *busy, unsigned long long *total)
+{
+	char line[512];
+	FILE *f = fopen("/proc/stat", "r");
+	int n = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f) && n < WS_MAX_CPUS) {
+		unsigned long long v[10] = { 0 };
+		int cpu, k;
+
+		if (strncmp(line, "cpu", 3) || line[3] < '0' || line[3] > '9')
+			continue;
+		if (sscanf(line, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &cpu,
+			   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]) < 5)
+			continue;
+		if (cpu >= WS_MAX_CPUS)
+			continue;
+		total[cpu] = 0;
+		for (k = 0; k < 8; k++)
+			total[cpu] += v[k];
+		busy[cpu] = total[cpu] - v[3] - v[4];	/* minus idle, iowait */
+		n = cpu + 1 > n ? cpu + 1 : n;
+	}
+	fclose(f);
+	return n;
+}
+
+#endif /* __SCX_WSCHED_UTIL_H */
