@@ -536,7 +536,8 @@ TEST_F(dev, declined_with_fallback_yields)
 {
 	long long f0 = kmod_stat("nr_fallbacks");
 	struct peer sleeper, spinner;
-	int i, fell = 0, switched = 0, plain_switched = 0;
+	int i, r, fell = 0, switched = 0, plain_switched = 0;
+	int declined = 0, plain_declined = 0;
 	uint32_t result;
 	pid_t tid;
 
@@ -546,10 +547,18 @@ TEST_F(dev, declined_with_fallback_yields)
 	ASSERT_LT(0, peer_start(&spinner, true, 1));
 	tid = peer_start(&sleeper, false, 0);
 	ASSERT_LT(0, tid);
+	/*
+	 * A call that finds the sleeper runnable really hands over (1); that
+	 * is allowed and rare on a fast machine, common on a slow emulated
+	 * one, so only declined calls (0) are judged.
+	 */
 	for (i = 0; i < 20; i++) {
 		usleep(2000);
-		ASSERT_EQ(0, kmod_yield_to_flags(self->fd, tid, WSCHED_YIELD_TO_FALLBACK, &result))
-			TH_LOG("result %#x", result);
+		r = kmod_yield_to_flags(self->fd, tid, WSCHED_YIELD_TO_FALLBACK, &result);
+		ASSERT_TRUE(r == 0 || r == 1) TH_LOG("returned %d, result %#x", r, result);
+		if (r == 1)
+			continue;
+		declined++;
 		if (result & WSCHED_YIELD_FELL_BACK) {
 			fell++;
 			switched += !!(result & WSCHED_YIELD_SWITCHED);
@@ -557,16 +566,22 @@ TEST_F(dev, declined_with_fallback_yields)
 	}
 	for (i = 0; i < 20; i++) {
 		usleep(2000);
-		ASSERT_EQ(0, kmod_yield_to(self->fd, tid, &result));
+		r = kmod_yield_to(self->fd, tid, &result);
+		ASSERT_TRUE(r == 0 || r == 1) TH_LOG("returned %d, result %#x", r, result);
 		EXPECT_EQ(0, result & WSCHED_YIELD_FELL_BACK);
+		if (r == 1)
+			continue;
+		plain_declined++;
 		plain_switched += !!(result & WSCHED_YIELD_SWITCHED);
 	}
 	peer_stop(&sleeper);
 	peer_stop(&spinner);
-	TH_LOG("fallback: %d of 20 fell back, %d of those switched; without: %d switched",
-	       fell, switched, plain_switched);
-	/* The sleeper wakes every millisecond, but it is almost always asleep. */
-	EXPECT_LE(18, fell);
+	TH_LOG("fallback: %d of %d declined fell back, %d of those switched; without: %d of %d switched",
+	       fell, declined, switched, plain_switched, plain_declined);
+	/* The sleeper wakes every millisecond, but it is mostly asleep. */
+	ASSERT_LE(10, declined);
+	ASSERT_LE(10, plain_declined);
+	EXPECT_LE(declined - 2, fell);
 	/* EEVDF lets an ineligible yielder keep the CPU, so not every fallback switches. */
 	EXPECT_LE(fell / 4, switched);
 	EXPECT_GE(2, plain_switched) TH_LOG("a declined call without the flag should keep the CPU");
