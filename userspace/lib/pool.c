@@ -391,14 +391,19 @@ found:
 	return t;
 }
 
+#define TASK_DONE	1
+#define TASK_SLEEPER	2	/* the owner sleeps on _done (futex) */
+
 static void run_stolen(struct ws_worker *w, struct ws_task *t)
 {
 	int r = _ws_run(w, t);
 
 	__atomic_store_n(&t->_result, r, __ATOMIC_RELAXED);
 	/* release: the result and the task's effects happen before the owner's
-	 * acquire of _done. The frame may be gone right after this store. */
-	__atomic_store_n(&t->_done, 1, __ATOMIC_RELEASE);
+	 * acquire of _done. The frame may be gone right after this exchange;
+	 * waking its address then is harmless (waiters re-check). */
+	if (__atomic_exchange_n(&t->_done, TASK_DONE, __ATOMIC_RELEASE) == TASK_SLEEPER)
+		futex_wake(&t->_done, 1);
 }
 
 static struct ws_job *take_public(struct ws_pool *p)
@@ -583,15 +588,18 @@ int _ws_group_trampoline(struct ws_worker *w, void *arg)
 }
 
 /* Wait for a stolen task, running other tasks meanwhile (leapfrogging:
- * first from the thief that took it). */
+ * first from the thief that took it). With nothing to run, spin, then yield,
+ * then sleep on the frame until the thief wakes us: a yielding waiter would
+ * take CPU time from that very thief when CPUs are oversubscribed. */
 static void wait_stolen(struct ws_worker *w, struct ws_task *t)
 {
 	struct ws_pool *p = w->pool;
-	uint64_t start = 0;
+	uint64_t start = 0, el;
 
 	/* acquire: pairs with the thief's release in run_stolen. */
-	while (!__atomic_load_n(&t->_done, __ATOMIC_ACQUIRE)) {
+	while (__atomic_load_n(&t->_done, __ATOMIC_ACQUIRE) != TASK_DONE) {
 		struct ws_task *x = steal_round(w, __atomic_load_n(&t->_thief, __ATOMIC_RELAXED));
+		int z = 0;
 
 		if (x) {
 			run_stolen(w, x);
@@ -600,11 +608,17 @@ static void wait_stolen(struct ws_worker *w, struct ws_task *t)
 		}
 		if (!start)
 			start = now_ns();
-		if (now_ns() - start < p->spin_ns) {
+		el = now_ns() - start;
+		if (el < p->spin_ns) {
 			for (int i = 0; i < 32; i++)
 				ws_cpu_relax();
-		} else {
+		} else if (el < p->spin_ns + p->yield_ns) {
 			sched_yield();
+		} else if (__atomic_compare_exchange_n(&t->_done, &z, TASK_SLEEPER, false,
+						       __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE) ||
+			   z == TASK_SLEEPER) {
+			count(&w->nr_parks);
+			futex((void *)&t->_done, FUTEX_WAIT_PRIVATE, TASK_SLEEPER);
 		}
 	}
 }
@@ -739,25 +753,39 @@ static struct ws_worker *self_in(struct ws_pool *p)
 
 int ws_job_wait(struct ws_job *job)
 {
-	struct ws_pool *p = job->_pool;
-	struct ws_worker *w = self_in(p);
-	uint64_t start = now_ns();
+	struct ws_pool *p;
+	struct ws_worker *w;
+	uint64_t start;
 	uint32_t s;
 
+	/* Done already: do not touch the pool (it may have been destroyed). */
+	if (ws_job_done(job))
+		return __atomic_load_n(&job->_task._result, __ATOMIC_RELAXED);
+	p = job->_pool;
+	w = self_in(p);
+	start = now_ns();
 	if (w) {
-		/* A worker must not block: help until the job is done. */
+		/* A worker helps while it waits; with nothing to run, it spins,
+		 * yields, then blocks like an outside thread. */
 		while (!ws_job_done(job)) {
 			struct ws_task *t = steal_round(w, UINT_MAX);
 			struct ws_job *j;
+			uint64_t el;
 
-			if (t)
+			if (t) {
 				run_stolen(w, t);
-			else if ((j = take_public(p)))
+				start = now_ns();
+			} else if ((j = take_public(p))) {
 				run_job(w, j);
-			else
+				start = now_ns();
+			} else if ((el = now_ns() - start) < p->spin_ns) {
+				ws_cpu_relax();
+			} else if (el < p->spin_ns + p->yield_ns) {
 				sched_yield();
+			} else {
+				break;
+			}
 		}
-		return __atomic_load_n(&job->_task._result, __ATOMIC_RELAXED);
 	}
 	while (!ws_job_done(job) && now_ns() - start < 20000)
 		ws_cpu_relax();

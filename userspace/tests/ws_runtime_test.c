@@ -386,6 +386,67 @@ TEST(spawned_leaves_spread_over_workers)
 	ASSERT_EQ(0, ws_pool_destroy(p));
 }
 
+struct slow_child {
+	_Atomic int started;
+	double sync_cpu_s;
+	int child_worker, root_worker;
+};
+
+static int slow_child_task(struct ws_worker *w, void *arg)
+{
+	struct slow_child *c = arg;
+
+	c->child_worker = (int)ws_worker_index(w);
+	atomic_store(&c->started, 1);
+	usleep(200000);
+	return 7;
+}
+
+static double cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int wait_for_stolen_child(struct ws_worker *w, void *arg)
+{
+	struct slow_child *c = arg;
+	uint64_t t0 = ws_test_now_ns();
+	struct ws_task t;
+	double c0;
+	int r;
+
+	c->root_worker = (int)ws_worker_index(w);
+	ws_spawn(w, &t, slow_child_task, c);
+	/* Let a thief take it: serve its request until the child starts. */
+	while (!atomic_load(&c->started) && ws_test_now_ns() - t0 < 2000000000ull)
+		ws_poll(w);
+	c0 = cpu_now();
+	r = ws_sync(w, &t);
+	c->sync_cpu_s = cpu_now() - c0;
+	return r;
+}
+
+/* An owner whose child was stolen and who finds nothing else to run must
+ * not burn a CPU while it waits: after spinning and yielding it sleeps
+ * until the thief finishes (the process uses a small fraction of the
+ * 200 ms the child sleeps). */
+TEST(sync_on_stolen_child_sleeps)
+{
+	struct ws_pool *p = mkpool(2, false);
+	struct slow_child c = { 0 };
+
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(7, ws_pool_run(p, wait_for_stolen_child, &c));
+	ASSERT_TRUE(atomic_load(&c.started));
+	EXPECT_NE(c.root_worker, c.child_worker);
+	TH_LOG("CPU used by the process during the 200 ms sync: %.2f ms", c.sync_cpu_s * 1e3);
+	EXPECT_LT(c.sync_cpu_s, 0.05);
+	ASSERT_EQ(0, ws_pool_destroy(p));
+}
+
 /* ------------------------------------------------------------ errors, cancellation */
 
 static int fail_task(struct ws_worker *w, void *arg)
@@ -697,6 +758,7 @@ TEST(destroy_while_busy)
 	ASSERT_EQ(0, ws_pool_destroy(p));
 	for (i = 0; i < 32; i++) {
 		EXPECT_TRUE(ws_job_done(&jobs[i]));
+		EXPECT_EQ(0, ws_job_wait(&jobs[i]));	/* valid after destroy */
 		EXPECT_EQ(fib_serial(n), b[i].r);
 	}
 	EXPECT_TRUE(ws_job_done(&jobs[32]));

@@ -106,9 +106,10 @@ int ws_pool_submit(struct ws_pool *pool, struct ws_job *job, struct ws_group *gr
 		   ws_task_fn fn, void *arg);
 
 /*
- * Wait until @job has run and return its result. Outside the pool this
- * blocks (a short spin, then a futex wait); on one of the pool's workers it
- * runs other work meanwhile instead of blocking.
+ * Wait until @job (successfully submitted) has run and return its result.
+ * Outside the pool this blocks (a short spin, then a futex wait); on one of
+ * the pool's workers it runs other work meanwhile instead of blocking. Also
+ * valid after ws_pool_destroy() returned (the job is then done).
  */
 int ws_job_wait(struct ws_job *job);
 
