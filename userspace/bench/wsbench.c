@@ -53,6 +53,7 @@ static const char usage_text[] =
 	"  sort [N=4000000 [CUTOFF=8192]]     mergesort with parallel merge\n"
 	"  matmul [N=768 [GRAIN=8]]            dense matrix product\n"
 	"  deque [OPS=10000000]                per-operation costs (wsched only)\n"
+	"wsched tuning: --spin-ns N, --yield-ns N (idle policy), --pin (pin workers).\n"
 	"defaults: --runtime wsched, --workers = CPUs available, --repeat 5.\n"
 	"See the comment at the top of userspace/bench/wsbench.c.\n";
 
@@ -236,6 +237,15 @@ int main(int argc, char **argv)
 				return 0;
 			} else if (!strcmp(a, "--json")) {
 				json = true;
+			} else if (!strcmp(a, "--pin")) {
+				bench_wsched_attr.pin = true;
+			} else if (!strcmp(a, "--spin-ns") || !strcmp(a, "--yield-ns")) {
+				if (i + 1 >= argc)
+					die_usage("option %s needs a value", a);
+				if (!strcmp(a, "--spin-ns"))
+					bench_wsched_attr.spin_ns = (uint64_t)parse_long(a, argv[++i], 1, 1000000000);
+				else
+					bench_wsched_attr.yield_ns = (uint64_t)parse_long(a, argv[++i], 1, 1000000000);
 			} else if (!strcmp(a, "--runtime") || !strcmp(a, "--workers") ||
 				   !strcmp(a, "--repeat")) {
 				if (i + 1 >= argc)
