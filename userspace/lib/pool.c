@@ -98,9 +98,7 @@ struct ws_worker {
 	pthread_t tid;
 	bool started;
 	int cpu;			/* pinned CPU or -1 */
-	int cache_id;			/* first CPU of its shared cache, or -1 */
-	unsigned *near;			/* same-cache peers */
-	unsigned nr_near;
+	_Atomic int cpu_hint;		/* CPU it last looked for work on */
 	uint64_t rng;
 	/* Sleep: the futex word and the sleeper list link. */
 	WS_CACHE_ALIGNED _Atomic uint32_t parked;
@@ -131,6 +129,10 @@ struct ws_pool {
 	bool q_closed;
 	_Atomic uint32_t nr_queued;
 	_Atomic int stop;
+	/* Topology: the cache (first CPU of the highest shared cache level)
+	 * of each CPU, -1 when unknown; read-only after create. */
+	int nr_cpu_ids;
+	short *cache_of;
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -355,12 +357,22 @@ static struct ws_task *steal_from(struct ws_worker *w, struct ws_worker *v)
 	}
 }
 
-/* One round over victims: same-cache peers first, then anyone. */
+static inline int cache_of_cpu(const struct ws_pool *p, int cpu)
+{
+	return cpu >= 0 && cpu < p->nr_cpu_ids ? p->cache_of[cpu] : -1;
+}
+
+/*
+ * One round over victims: first the workers that last ran on a CPU sharing
+ * our cache (when the topology is known; pinned workers never move), from a
+ * random start, then random victims. @prefer (a thief to leapfrog) first.
+ */
 static struct ws_task *steal_round(struct ws_worker *w, unsigned prefer)
 {
 	struct ws_pool *p = w->pool;
 	unsigned n = p->nr, k, tries;
 	struct ws_task *t;
+	int mine;
 
 	if (n < 2)
 		return NULL;
@@ -370,11 +382,21 @@ static struct ws_task *steal_round(struct ws_worker *w, unsigned prefer)
 			goto found;
 		count(&w->nr_steal_fails);
 	}
-	for (k = 0; k < w->nr_near; k++) {
-		t = steal_from(w, p->w[w->near[rnd(w, w->nr_near)]]);
-		if (t)
-			goto found;
-		count(&w->nr_steal_fails);
+	mine = p->cache_of ? cache_of_cpu(p, w->cpu >= 0 ? w->cpu : sched_getcpu()) : -1;
+	if (mine >= 0) {
+		unsigned start = rnd(w, n);
+
+		for (k = 0; k < n; k++) {
+			struct ws_worker *v = p->w[(start + k) % n];
+
+			if (v == w || cache_of_cpu(p, atomic_load_explicit(&v->cpu_hint,
+						memory_order_relaxed)) != mine)
+				continue;
+			t = steal_from(w, v);
+			if (t)
+				goto found;
+			count(&w->nr_steal_fails);
+		}
 	}
 	tries = 2 * (n - 1);
 	for (k = 0; k < tries; k++) {
@@ -465,6 +487,9 @@ static int find_work(struct ws_worker *w, struct ws_task **tp, struct ws_job **j
 {
 	struct ws_pool *p = w->pool;
 	bool searching = try_enter_searching(p);
+
+	if (w->cpu < 0 && p->cache_of)
+		atomic_store_explicit(&w->cpu_hint, sched_getcpu(), memory_order_relaxed);
 
 	for (;;) {
 		if (searching) {
@@ -860,11 +885,11 @@ static void free_pool(struct ws_pool *p)
 			if (!p->w[i])
 				continue;
 			free(p->w[i]->d.slot);
-			free(p->w[i]->near);
 			free(p->w[i]);
 		}
 		free(p->w);
 	}
+	free(p->cache_of);
 	pthread_mutex_destroy(&p->sleep_lock);
 	pthread_mutex_destroy(&p->q_lock);
 	free(p);
@@ -891,7 +916,7 @@ int ws_pool_create(struct ws_pool **out, const struct ws_pool_attr *attr)
 	struct ws_pool *p;
 	cpu_set_t set;
 	int cpus[CPU_SETSIZE], nr_cpus = 0, c, err = 0;
-	unsigned i, k;
+	unsigned i;
 	pthread_attr_t pa;
 
 	if (!out)
@@ -946,28 +971,34 @@ int ws_pool_create(struct ws_pool **out, const struct ws_pool_attr *attr)
 		if (!w->rng)
 			w->rng = 1;
 		w->cpu = a.pin && nr_cpus > 0 ? cpus[i % (unsigned)nr_cpus] : -1;
-		w->cache_id = w->cpu >= 0 ? cache_id_of(w->cpu) : -1;
+		atomic_init(&w->cpu_hint, w->cpu);
 		if (!w->d.slot) {
 			free_pool(p);
 			return -ENOMEM;
 		}
 	}
-	/* Cache-sharing peers, when pinned and the topology is known. */
-	for (i = 0; i < p->nr; i++) {
-		struct ws_worker *w = p->w[i];
+	/* Topology: which cache each allowed CPU sits behind. Unknown (no
+	 * sysfs) leaves cache_of NULL: plain random victims. */
+	if (nr_cpus > 1) {
+		bool known = false;
 
-		if (w->cache_id < 0)
-			continue;
-		w->near = calloc(p->nr, sizeof(*w->near));
-		if (!w->near) {
+		p->nr_cpu_ids = cpus[nr_cpus - 1] + 1;
+		p->cache_of = malloc(sizeof(*p->cache_of) * (size_t)p->nr_cpu_ids);
+		if (!p->cache_of) {
 			free_pool(p);
 			return -ENOMEM;
 		}
-		for (k = 0; k < p->nr; k++)
-			if (k != i && p->w[k]->cache_id == w->cache_id)
-				w->near[w->nr_near++] = k;
+		for (c = 0; c < p->nr_cpu_ids; c++)
+			p->cache_of[c] = -1;
+		for (c = 0; c < nr_cpus; c++) {
+			p->cache_of[cpus[c]] = (short)cache_id_of(cpus[c]);
+			known |= p->cache_of[cpus[c]] >= 0;
+		}
+		if (!known) {
+			free(p->cache_of);
+			p->cache_of = NULL;
+		}
 	}
-
 	pthread_attr_init(&pa);
 	if (p->stack_size)
 		pthread_attr_setstacksize(&pa, p->stack_size);

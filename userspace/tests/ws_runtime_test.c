@@ -838,6 +838,44 @@ TEST(two_pools_coexist)
 	ASSERT_EQ(0, ws_pool_destroy(b));
 }
 
+static int where_am_i(struct ws_worker *w, void *arg)
+{
+	int *out = arg;
+
+	out[0] = (int)ws_worker_index(w);
+	out[1] = sched_getcpu();
+	return 0;
+}
+
+/* attr.pin puts worker i on the i-th CPU of the affinity mask (round robin);
+ * fork/join works the same. */
+TEST(pinned_pool_pins_and_computes)
+{
+	struct ws_pool_attr a;
+	struct ws_pool *p;
+	struct fib f = { 22, 0 };
+	int cpus[CPU_SETSIZE], nr = 0, c, k;
+	cpu_set_t set;
+
+	ASSERT_EQ(0, sched_getaffinity(0, sizeof(set), &set));
+	for (c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &set))
+			cpus[nr++] = c;
+	ws_pool_attr_init(&a);
+	a.nr_workers = 3;
+	a.pin = true;
+	ASSERT_EQ(0, ws_pool_create(&p, &a));
+	ASSERT_EQ(0, ws_pool_run(p, fib_task, &f));
+	EXPECT_EQ(fib_serial(22), f.r);
+	for (k = 0; k < 20; k++) {
+		int where[2];
+
+		ASSERT_EQ(0, ws_pool_run(p, where_am_i, where));
+		EXPECT_EQ(cpus[where[0] % nr], where[1]) TH_LOG("worker %d", where[0]);
+	}
+	ASSERT_EQ(0, ws_pool_destroy(p));
+}
+
 TEST(bad_arguments_are_rejected)
 {
 	struct ws_pool_attr a;
