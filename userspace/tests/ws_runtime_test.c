@@ -662,52 +662,79 @@ static uint64_t total_parks(struct ws_pool *p)
 	return st.nr_parks;
 }
 
-/* Park/wake cycles: with spinning off, wait after each job until a worker
- * has committed to sleep, then submit the next job, which must wake it.
- * Submissions race with the sleeper's last check on purpose: a lost wakeup
- * hangs the wait (and the harness timeout fails the test). */
-TEST(million_park_wake_cycles)
-{
-	struct ws_pool *p = mkpool(2, true);
-	long n = ws_test_scaled(1000000), i;
-	_Atomic long done = 0;
-	struct ws_worker_stats st;
-	uint64_t t0 = ws_test_now_ns(), parks;
+struct cycler {
+	struct ws_pool *p;
+	long n, done_cycles;
+	_Atomic long done;
+	int err;
+};
 
-	ASSERT_NE(NULL, p);
-	parks = total_parks(p);
-	for (i = 0; i < n; i++) {
+/* With spinning off, wait after each job until the pool's worker has
+ * committed to sleep, then submit the next job, which must wake it: every
+ * submission races the sleeper's last check. */
+static void *cycle_thread(void *arg)
+{
+	struct cycler *c = arg;
+	uint64_t parks = total_parks(c->p);
+	long i;
+
+	for (i = 0; i < c->n; i++) {
 		struct ws_job j;
 		uint64_t w0 = ws_test_now_ns();
 
-		/* The worker that ran the previous job must fall asleep. */
-		while (i > 0 && total_parks(p) == parks) {
+		while (i > 0 && total_parks(c->p) == parks) {
 			if (ws_test_now_ns() - w0 > 10000000000ull) {
-				for (int k = 0; k < 2; k++) {
-					ws_pool_get_stats(p, k, &st);
-					TH_LOG("cycle %ld: worker %d: tasks %llu public %llu parks %llu wakeups %llu steal fails %llu",
-					       i, k, (unsigned long long)st.nr_tasks,
-					       (unsigned long long)st.nr_public,
-					       (unsigned long long)st.nr_parks,
-					       (unsigned long long)st.nr_wakeups,
-					       (unsigned long long)st.nr_steal_fails);
-				}
-				ASSERT_TRUE(false) TH_LOG("no worker went to sleep in 10 s");
+				c->err = -ETIMEDOUT;	/* nobody fell asleep */
+				return NULL;
 			}
 			sched_yield();
 		}
-		parks = total_parks(p);
-		ASSERT_EQ(0, ws_pool_submit(p, &j, NULL, add_task, &done));
-		ASSERT_EQ(0, ws_job_wait(&j));
+		parks = total_parks(c->p);
+		if (ws_pool_submit(c->p, &j, NULL, add_task, &c->done) || ws_job_wait(&j)) {
+			c->err = -EIO;
+			return NULL;
+		}
+		c->done_cycles++;
 	}
-	EXPECT_EQ(n, atomic_load(&done));
-	ws_pool_sum_stats(p, &st);
-	TH_LOG("%ld cycles in %.2f s: parks %llu wakeups %llu", n,
-	       (ws_test_now_ns() - t0) / 1e9, (unsigned long long)st.nr_parks,
-	       (unsigned long long)st.nr_wakeups);
-	EXPECT_GE(st.nr_parks, (uint64_t)n);
-	EXPECT_GE(st.nr_wakeups, (uint64_t)n);
-	ASSERT_EQ(0, ws_pool_destroy(p));
+	return NULL;
+}
+
+/* A million park/wake cycles: 4 pools of one worker each, 4 submitters.
+ * A lost wakeup hangs a wait (and the harness timeout fails the test). */
+TEST(million_park_wake_cycles)
+{
+	enum { NR = 4 };
+	struct cycler c[NR];
+	pthread_t th[NR];
+	long n = ws_test_scaled(1000000), parks = 0, wakeups = 0;
+	uint64_t t0 = ws_test_now_ns();
+	int i;
+
+	for (i = 0; i < NR; i++) {
+		memset(&c[i], 0, sizeof(c[i]));
+		c[i].p = mkpool(1, true);
+		c[i].n = n / NR;
+		ASSERT_NE(NULL, c[i].p);
+	}
+	for (i = 0; i < NR; i++)
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, cycle_thread, &c[i]));
+	for (i = 0; i < NR; i++)
+		ASSERT_EQ(0, pthread_join(th[i], NULL));
+	for (i = 0; i < NR; i++) {
+		struct ws_worker_stats st;
+
+		EXPECT_EQ(0, c[i].err);
+		EXPECT_EQ(c[i].n, c[i].done_cycles);
+		EXPECT_EQ(c[i].n, atomic_load(&c[i].done));
+		ws_pool_sum_stats(c[i].p, &st);
+		parks += (long)st.nr_parks;
+		wakeups += (long)st.nr_wakeups;
+		ASSERT_EQ(0, ws_pool_destroy(c[i].p));
+	}
+	TH_LOG("%ld cycles in %.2f s: parks %ld wakeups %ld", n / NR * NR,
+	       (ws_test_now_ns() - t0) / 1e9, parks, wakeups);
+	EXPECT_GE(parks, n / NR * NR);
+	EXPECT_GE(wakeups, n / NR * NR - NR);
 }
 
 /* ------------------------------------------------------------ lifecycle */
