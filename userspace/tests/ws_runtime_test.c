@@ -756,13 +756,25 @@ static int busy_task(struct ws_worker *w, void *arg)
 	return 0;
 }
 
+/* Keep submitting (and waiting for) small jobs until destroy has closed the
+ * queue; records what the refused submission returned. */
 static int late_submitter(struct ws_worker *w, void *arg)
 {
 	struct busy *b = arg;
-	struct ws_job j;
+	uint64_t t0 = ws_test_now_ns();
 
-	usleep(100000);		/* destroy has started by now */
-	b->submit_err = ws_pool_submit(b->p, &j, NULL, fail_task, NULL);
+	while (ws_test_now_ns() - t0 < 20000000000ull) {
+		struct ws_job j;
+		int r = ws_pool_submit(b->p, &j, NULL, fail_task, NULL);
+
+		if (r) {
+			b->submit_err = r;
+			return 0;
+		}
+		if (ws_job_wait(&j) != -EIO)
+			b->submit_err = -EINVAL;
+		usleep(1000);
+	}
 	return 0;
 }
 
