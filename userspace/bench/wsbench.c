@@ -273,7 +273,7 @@ int main(int argc, char **argv)
 		rt = &bench_wsched;
 	else if (!strcmp(rt_name, "serial"))
 		rt = &bench_serial;
-	else if (!strcmp(rt_name, "omp"))
+	else if (!strcmp(rt_name, "omp") || !strcmp(rt_name, bench_omp.name))
 		rt = &bench_omp;
 	else if (!strcmp(rt_name, "tbb"))
 		rt = &bench_tbb;
