@@ -11,6 +11,8 @@
 #   build/tests/valgrind/ws_*_test-valgrind          wrappers: the normal
 #                                                    tests under memcheck
 #   build/tests/native/ws_relacy_deque               Relacy model test
+#   build/bin/wsbench-llvm                           wsbench built with clang
+#                                                    (OpenMP = LLVM libomp)
 # All tests go into NATIVE_TESTS; `make stress-native` adds the long stress
 # runs (ws-stress), `make bench-lib` runs every wsbench benchmark
 # (wsbench-all). See userspace/README.md.
