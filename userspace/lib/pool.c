@@ -556,7 +556,8 @@ static void *worker_main(void *arg)
 static void expose(struct ws_worker *w)
 {
 	struct _ws_wdeque *d = &w->d;
-	uint32_t s = d->split, n = d->tail - s, ns, i;
+	uint32_t top = d->tail < d->cap ? d->tail : d->cap;	/* in the array */
+	uint32_t s = d->split, n = top - s, ns, i;
 	uint64_t ts;
 
 	if (!n)
@@ -584,14 +585,6 @@ void _ws_spawn_slow(struct ws_worker *w)
 		expose(w);	/* then maybe_wake: the producer's handshake */
 	if (r & (_WS_REQ_SPLIT | _WS_REQ_WAKE))
 		maybe_wake(w->pool);
-}
-
-void _ws_spawn_full(struct ws_worker *w, struct ws_task *t)
-{
-	/* Deque full: run the child now. Count it only afterwards, so that
-	 * syncs nested inside it do not take it for theirs. */
-	t->_result = _ws_run(w, t);
-	w->d.overflow++;
 }
 
 int _ws_group_trampoline(struct ws_worker *w, void *arg)

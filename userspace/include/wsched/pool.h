@@ -49,8 +49,9 @@ struct ws_pool_attr {
 				 * this long before parking; default 200000 */
 	unsigned max_searching;	/* workers looking for work at once; default
 				 * max(1, nr_workers / 2) */
-	unsigned deque_size;	/* spawn slots per worker; default 8192. A
-				 * spawn beyond it runs the child at once. */
+	unsigned deque_size;	/* spawn slots per worker; default 8192.
+				 * Spawns nested deeper stay private: their
+				 * syncs run them on this worker. */
 	size_t stack_size;	/* worker stack; default 8 MiB */
 	bool pin;		/* pin worker i to the i-th CPU of the affinity
 				 * mask (round robin); enables cache-aware
