@@ -11,6 +11,8 @@
 #   build/tests/valgrind/ws_*_test-valgrind          wrappers: the normal
 #                                                    tests under memcheck
 #   build/tests/native/ws_relacy_deque               Relacy model test
+#   build/bin/wsbench-llvm                           wsbench built with clang
+#                                                    (OpenMP = LLVM libomp)
 # All tests go into NATIVE_TESTS; `make stress-native` adds the long stress
 # runs (ws-stress), `make bench-lib` runs every wsbench benchmark
 # (wsbench-all). See userspace/README.md.
@@ -132,10 +134,26 @@ $(WSBENCH): $(WS_BENCH_OBJ) $(WS_NORM_LIB)
 
 ALL += $(WSBENCH)
 
+# wsbench-llvm: the same driver built with clang, so that its "omp" runtime
+# (reported as omp-llvm) is LLVM's libomp. Only when clang can do OpenMP.
+CLANG_CC     ?= clang
+WS_HAVE_LIBOMP := $(shell echo 'int main(void){return 0;}' | $(CLANG_CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo 1)
+ifeq ($(WS_HAVE_LIBOMP),1)
+WSBENCH_LLVM := $(BUILD)/bin/wsbench-llvm
+WS_BENCH_LLVM_SRC := $(WS_BENCH_DIR)/wsbench.c $(WS_BENCH_DIR)/bench_c.c $(WS_BENCH_DIR)/bench_omp.c
+$(WSBENCH_LLVM): $(WS_BENCH_LLVM_SRC) $(WS_BENCH_DIR)/bench.h $(WS_BENCH_DIR)/bench_kernels.h $(WS_NORM_LIB)
+	$(call msg,CLANG,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG_CC) -std=gnu11 -D_GNU_SOURCE $(CFLAGS) -Wno-unknown-pragmas -fopenmp \
+	  -I$(WS_DIR)/include -I$(WS_BENCH_DIR) -DWSBENCH_NO_TBB -DWSBENCH_OMP_NAME='"omp-llvm"' \
+	  -o $@ $(WS_BENCH_LLVM_SRC) $(WS_NORM_LIB) -pthread -lm $(LDFLAGS)
+ALL += $(WSBENCH_LLVM)
+endif
+
 # `make bench-lib`: every benchmark on every runtime at 1 and 2 workers (and
 # the machine's CPU count if larger), JSON lines into build/bench/, then a
 # table. WSBENCH_REPEAT and WSBENCH_WORKERS override the defaults.
 .PHONY: wsbench-all
 bench-lib: wsbench-all
-wsbench-all: $(WSBENCH)
+wsbench-all: $(WSBENCH) $(WSBENCH_LLVM)
 	$(Q)$(WS_BENCH_DIR)/wsbench-all $(WSBENCH) $(BUILD)/bench/wsbench.jsonl

@@ -38,6 +38,11 @@ struct bench_rt {
 
 extern const struct bench_rt bench_wsched, bench_serial, bench_omp, bench_tbb;
 
+#ifndef __cplusplus
+#include "wsched/pool.h"
+extern struct ws_pool_attr bench_wsched_attr;	/* wsched tuning options */
+#endif
+
 /* Shared pieces (bench_c.c). */
 uint64_t uts_hash(uint64_t x);
 long nq_serial_bits(uint32_t mask, uint32_t cols, uint32_t d1, uint32_t d2);

@@ -101,12 +101,12 @@ void matmul_rows(const double *A, const double *B, double *C, int n, int lo, int
 #undef BK_PFOR
 
 static struct ws_pool *pool;
+struct ws_pool_attr bench_wsched_attr;	/* tuning from wsbench's options */
 
 static int wsched_init(int workers)
 {
-	struct ws_pool_attr a;
+	struct ws_pool_attr a = bench_wsched_attr;
 
-	ws_pool_attr_init(&a);
 	a.nr_workers = (unsigned)workers;
 	return ws_pool_create(&pool, &a);
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-only OR BSD-2-Clause
 /*
- * wsbench runtime "omp": OpenMP tasks (libgomp with gcc), written the usual
+ * wsbench runtime "omp": OpenMP tasks (libgomp with gcc; LLVM libomp in the
+ * clang-built wsbench-llvm, where it is called "omp-llvm"), written the usual
  * way: one parallel region whose single thread starts the recursion,
  * "#pragma omp task" per child, "#pragma omp taskwait" to join, and
  * "#pragma omp taskloop grainsize()" for matmul.
@@ -197,6 +198,10 @@ static void omp_matmul(const double *A, const double *B, double *C, int n, int g
 	}
 }
 
+#ifndef WSBENCH_OMP_NAME
+#define WSBENCH_OMP_NAME "omp"		/* "omp-llvm" in wsbench-llvm */
+#endif
+
 const struct bench_rt bench_omp = {
-	"omp", omp_init, omp_fini, omp_fib, omp_nqueens, omp_uts, omp_sort, omp_matmul, NULL,
+	WSBENCH_OMP_NAME, omp_init, omp_fini, omp_fib, omp_nqueens, omp_uts, omp_sort, omp_matmul, NULL,
 };

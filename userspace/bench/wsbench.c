@@ -16,6 +16,8 @@
  *   matmul [N=768 [GRAIN=8]]          C = A x B, rows split with a grain
  *   deque [OPS=10000000]              per-operation costs of the deque and of
  *                                     spawn+sync (wsched only)
+ *   calib                             CPUs really available now: the same
+ *                                     loop on 1 and on N threads
  *
  * Each run is timed around the parallel part only (inputs are prepared and
  * results checked outside the timing); the median and minimum of R runs are
@@ -29,6 +31,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -53,6 +56,9 @@ static const char usage_text[] =
 	"  sort [N=4000000 [CUTOFF=8192]]     mergesort with parallel merge\n"
 	"  matmul [N=768 [GRAIN=8]]            dense matrix product\n"
 	"  deque [OPS=10000000]                per-operation costs (wsched only)\n"
+	"  calib                               CPUs really available to --workers\n"
+	"                                      threads now (cpu_capacity)\n"
+	"wsched tuning: --spin-ns N, --yield-ns N (idle policy), --pin (pin workers).\n"
 	"defaults: --runtime wsched, --workers = CPUs available, --repeat 5.\n"
 	"See the comment at the top of userspace/bench/wsbench.c.\n";
 
@@ -216,6 +222,46 @@ static double deque_single_ns(long ops)
 	return (t1 - t0) * 1e9 / (double)ops;
 }
 
+/* ---------------------------------------------------------------- calib */
+
+/* How many CPUs this process really gets right now: the same CPU-bound loop
+ * on 1 thread, then on N threads at once; capacity = N * t1 / tN (N when N
+ * CPUs are free, less when other programs compete). Printed next to the
+ * benchmarks so that speedups can be judged. */
+static void *calib_loop(void *arg)
+{
+	uint64_t x = (uint64_t)(uintptr_t)arg;
+	long i;
+
+	for (i = 0; i < 60000000; i++)
+		x = uts_hash(x);
+	__asm__ __volatile__("" : : "r"(x));
+	return NULL;
+}
+
+static double calib(int n, double *t1out, double *tnout)
+{
+	pthread_t th[64];
+	double t0, t1, tn;
+	int i;
+
+	if (n > 64)
+		n = 64;
+	t0 = now();
+	calib_loop((void *)1);
+	t1 = now() - t0;
+	t0 = now();
+	for (i = 0; i < n; i++)
+		if (pthread_create(&th[i], NULL, calib_loop, (void *)(uintptr_t)(i + 2)))
+			return NAN;
+	for (i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	tn = now() - t0;
+	*t1out = t1;
+	*tnout = tn;
+	return n * t1 / tn;
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(int argc, char **argv)
@@ -236,6 +282,15 @@ int main(int argc, char **argv)
 				return 0;
 			} else if (!strcmp(a, "--json")) {
 				json = true;
+			} else if (!strcmp(a, "--pin")) {
+				bench_wsched_attr.pin = true;
+			} else if (!strcmp(a, "--spin-ns") || !strcmp(a, "--yield-ns")) {
+				if (i + 1 >= argc)
+					die_usage("option %s needs a value", a);
+				if (!strcmp(a, "--spin-ns"))
+					bench_wsched_attr.spin_ns = (uint64_t)parse_long(a, argv[++i], 1, 1000000000);
+				else
+					bench_wsched_attr.yield_ns = (uint64_t)parse_long(a, argv[++i], 1, 1000000000);
 			} else if (!strcmp(a, "--runtime") || !strcmp(a, "--workers") ||
 				   !strcmp(a, "--repeat")) {
 				if (i + 1 >= argc)
@@ -263,7 +318,7 @@ int main(int argc, char **argv)
 		rt = &bench_wsched;
 	else if (!strcmp(rt_name, "serial"))
 		rt = &bench_serial;
-	else if (!strcmp(rt_name, "omp"))
+	else if (!strcmp(rt_name, "omp") || !strcmp(rt_name, bench_omp.name))
 		rt = &bench_omp;
 	else if (!strcmp(rt_name, "tbb"))
 		rt = &bench_tbb;
@@ -297,6 +352,19 @@ int main(int argc, char **argv)
 				  bargs[(max) < MAX_ARGS ? (max) : MAX_ARGS - 1]);	\
 	} while (0)
 
+	if (!strcmp(bench, "calib")) {
+		double t1 = 0, tn = 0, cap;
+
+		NEED_ARGS(0);
+		snprintf(res.args, sizeof(res.args), "%d", workers);
+		cap = calib(workers, &t1, &tn);
+		secs[0] = tn;
+		res.repeat = repeat = 1;
+		res.ok = !isnan(cap);
+		snprintf(res.extra, sizeof(res.extra),
+			 ", \"cpu_capacity\": %.2f, \"seconds_1_thread\": %.6f", cap, t1);
+		goto out;
+	}
 	if (!strcmp(bench, "deque")) {
 		long ops;
 		double pp[3] = { 0 }, st[3] = { 0 }, single[3] = { 0 };
@@ -505,7 +573,7 @@ int main(int argc, char **argv)
 		free(B);
 		free(C);
 	} else {
-		die_usage("unknown benchmark '%s'; one of fib, nqueens, uts, sort, matmul, deque",
+		die_usage("unknown benchmark '%s'; one of fib, nqueens, uts, sort, matmul, deque, calib",
 			  bench);
 	}
 	if (rt->stats_json) {

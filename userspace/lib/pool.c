@@ -98,9 +98,7 @@ struct ws_worker {
 	pthread_t tid;
 	bool started;
 	int cpu;			/* pinned CPU or -1 */
-	int cache_id;			/* first CPU of its shared cache, or -1 */
-	unsigned *near;			/* same-cache peers */
-	unsigned nr_near;
+	_Atomic int cpu_hint;		/* CPU it last looked for work on */
 	uint64_t rng;
 	/* Sleep: the futex word and the sleeper list link. */
 	WS_CACHE_ALIGNED _Atomic uint32_t parked;
@@ -131,6 +129,10 @@ struct ws_pool {
 	bool q_closed;
 	_Atomic uint32_t nr_queued;
 	_Atomic int stop;
+	/* Topology: the cache (first CPU of the highest shared cache level)
+	 * of each CPU, -1 when unknown; read-only after create. */
+	int nr_cpu_ids;
+	short *cache_of;
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -355,12 +357,22 @@ static struct ws_task *steal_from(struct ws_worker *w, struct ws_worker *v)
 	}
 }
 
-/* One round over victims: same-cache peers first, then anyone. */
+static inline int cache_of_cpu(const struct ws_pool *p, int cpu)
+{
+	return cpu >= 0 && cpu < p->nr_cpu_ids ? p->cache_of[cpu] : -1;
+}
+
+/*
+ * One round over victims: first the workers that last ran on a CPU sharing
+ * our cache (when the topology is known; pinned workers never move), from a
+ * random start, then random victims. @prefer (a thief to leapfrog) first.
+ */
 static struct ws_task *steal_round(struct ws_worker *w, unsigned prefer)
 {
 	struct ws_pool *p = w->pool;
 	unsigned n = p->nr, k, tries;
 	struct ws_task *t;
+	int mine;
 
 	if (n < 2)
 		return NULL;
@@ -370,11 +382,21 @@ static struct ws_task *steal_round(struct ws_worker *w, unsigned prefer)
 			goto found;
 		count(&w->nr_steal_fails);
 	}
-	for (k = 0; k < w->nr_near; k++) {
-		t = steal_from(w, p->w[w->near[rnd(w, w->nr_near)]]);
-		if (t)
-			goto found;
-		count(&w->nr_steal_fails);
+	mine = p->cache_of ? cache_of_cpu(p, w->cpu >= 0 ? w->cpu : sched_getcpu()) : -1;
+	if (mine >= 0) {
+		unsigned start = rnd(w, n);
+
+		for (k = 0; k < n; k++) {
+			struct ws_worker *v = p->w[(start + k) % n];
+
+			if (v == w || cache_of_cpu(p, atomic_load_explicit(&v->cpu_hint,
+						memory_order_relaxed)) != mine)
+				continue;
+			t = steal_from(w, v);
+			if (t)
+				goto found;
+			count(&w->nr_steal_fails);
+		}
 	}
 	tries = 2 * (n - 1);
 	for (k = 0; k < tries; k++) {
@@ -391,14 +413,19 @@ found:
 	return t;
 }
 
+#define TASK_DONE	1
+#define TASK_SLEEPER	2	/* the owner sleeps on _done (futex) */
+
 static void run_stolen(struct ws_worker *w, struct ws_task *t)
 {
 	int r = _ws_run(w, t);
 
 	__atomic_store_n(&t->_result, r, __ATOMIC_RELAXED);
 	/* release: the result and the task's effects happen before the owner's
-	 * acquire of _done. The frame may be gone right after this store. */
-	__atomic_store_n(&t->_done, 1, __ATOMIC_RELEASE);
+	 * acquire of _done. The frame may be gone right after this exchange;
+	 * waking its address then is harmless (waiters re-check). */
+	if (__atomic_exchange_n(&t->_done, TASK_DONE, __ATOMIC_RELEASE) == TASK_SLEEPER)
+		futex_wake(&t->_done, 1);
 }
 
 static struct ws_job *take_public(struct ws_pool *p)
@@ -460,6 +487,9 @@ static int find_work(struct ws_worker *w, struct ws_task **tp, struct ws_job **j
 {
 	struct ws_pool *p = w->pool;
 	bool searching = try_enter_searching(p);
+
+	if (w->cpu < 0 && p->cache_of)
+		atomic_store_explicit(&w->cpu_hint, sched_getcpu(), memory_order_relaxed);
 
 	for (;;) {
 		if (searching) {
@@ -526,7 +556,8 @@ static void *worker_main(void *arg)
 static void expose(struct ws_worker *w)
 {
 	struct _ws_wdeque *d = &w->d;
-	uint32_t s = d->split, n = d->tail - s, ns, i;
+	uint32_t top = d->tail < d->cap ? d->tail : d->cap;	/* in the array */
+	uint32_t s = d->split, n = top - s, ns, i;
 	uint64_t ts;
 
 	if (!n)
@@ -556,14 +587,6 @@ void _ws_spawn_slow(struct ws_worker *w)
 		maybe_wake(w->pool);
 }
 
-void _ws_spawn_full(struct ws_worker *w, struct ws_task *t)
-{
-	/* Deque full: run the child now. Count it only afterwards, so that
-	 * syncs nested inside it do not take it for theirs. */
-	t->_result = _ws_run(w, t);
-	w->d.overflow++;
-}
-
 int _ws_group_trampoline(struct ws_worker *w, void *arg)
 {
 	struct ws_task *t = arg;
@@ -583,15 +606,18 @@ int _ws_group_trampoline(struct ws_worker *w, void *arg)
 }
 
 /* Wait for a stolen task, running other tasks meanwhile (leapfrogging:
- * first from the thief that took it). */
+ * first from the thief that took it). With nothing to run, spin, then yield,
+ * then sleep on the frame until the thief wakes us: a yielding waiter would
+ * take CPU time from that very thief when CPUs are oversubscribed. */
 static void wait_stolen(struct ws_worker *w, struct ws_task *t)
 {
 	struct ws_pool *p = w->pool;
-	uint64_t start = 0;
+	uint64_t start = 0, el;
 
 	/* acquire: pairs with the thief's release in run_stolen. */
-	while (!__atomic_load_n(&t->_done, __ATOMIC_ACQUIRE)) {
+	while (__atomic_load_n(&t->_done, __ATOMIC_ACQUIRE) != TASK_DONE) {
 		struct ws_task *x = steal_round(w, __atomic_load_n(&t->_thief, __ATOMIC_RELAXED));
+		int z = 0;
 
 		if (x) {
 			run_stolen(w, x);
@@ -600,11 +626,17 @@ static void wait_stolen(struct ws_worker *w, struct ws_task *t)
 		}
 		if (!start)
 			start = now_ns();
-		if (now_ns() - start < p->spin_ns) {
+		el = now_ns() - start;
+		if (el < p->spin_ns) {
 			for (int i = 0; i < 32; i++)
 				ws_cpu_relax();
-		} else {
+		} else if (el < p->spin_ns + p->yield_ns) {
 			sched_yield();
+		} else if (__atomic_compare_exchange_n(&t->_done, &z, TASK_SLEEPER, false,
+						       __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE) ||
+			   z == TASK_SLEEPER) {
+			count(&w->nr_parks);
+			futex((void *)&t->_done, FUTEX_WAIT_PRIVATE, TASK_SLEEPER);
 		}
 	}
 }
@@ -739,25 +771,39 @@ static struct ws_worker *self_in(struct ws_pool *p)
 
 int ws_job_wait(struct ws_job *job)
 {
-	struct ws_pool *p = job->_pool;
-	struct ws_worker *w = self_in(p);
-	uint64_t start = now_ns();
+	struct ws_pool *p;
+	struct ws_worker *w;
+	uint64_t start;
 	uint32_t s;
 
+	/* Done already: do not touch the pool (it may have been destroyed). */
+	if (ws_job_done(job))
+		return __atomic_load_n(&job->_task._result, __ATOMIC_RELAXED);
+	p = job->_pool;
+	w = self_in(p);
+	start = now_ns();
 	if (w) {
-		/* A worker must not block: help until the job is done. */
+		/* A worker helps while it waits; with nothing to run, it spins,
+		 * yields, then blocks like an outside thread. */
 		while (!ws_job_done(job)) {
 			struct ws_task *t = steal_round(w, UINT_MAX);
 			struct ws_job *j;
+			uint64_t el;
 
-			if (t)
+			if (t) {
 				run_stolen(w, t);
-			else if ((j = take_public(p)))
+				start = now_ns();
+			} else if ((j = take_public(p))) {
 				run_job(w, j);
-			else
+				start = now_ns();
+			} else if ((el = now_ns() - start) < p->spin_ns) {
+				ws_cpu_relax();
+			} else if (el < p->spin_ns + p->yield_ns) {
 				sched_yield();
+			} else {
+				break;
+			}
 		}
-		return __atomic_load_n(&job->_task._result, __ATOMIC_RELAXED);
 	}
 	while (!ws_job_done(job) && now_ns() - start < 20000)
 		ws_cpu_relax();
@@ -832,11 +878,11 @@ static void free_pool(struct ws_pool *p)
 			if (!p->w[i])
 				continue;
 			free(p->w[i]->d.slot);
-			free(p->w[i]->near);
 			free(p->w[i]);
 		}
 		free(p->w);
 	}
+	free(p->cache_of);
 	pthread_mutex_destroy(&p->sleep_lock);
 	pthread_mutex_destroy(&p->q_lock);
 	free(p);
@@ -863,7 +909,7 @@ int ws_pool_create(struct ws_pool **out, const struct ws_pool_attr *attr)
 	struct ws_pool *p;
 	cpu_set_t set;
 	int cpus[CPU_SETSIZE], nr_cpus = 0, c, err = 0;
-	unsigned i, k;
+	unsigned i;
 	pthread_attr_t pa;
 
 	if (!out)
@@ -918,28 +964,34 @@ int ws_pool_create(struct ws_pool **out, const struct ws_pool_attr *attr)
 		if (!w->rng)
 			w->rng = 1;
 		w->cpu = a.pin && nr_cpus > 0 ? cpus[i % (unsigned)nr_cpus] : -1;
-		w->cache_id = w->cpu >= 0 ? cache_id_of(w->cpu) : -1;
+		atomic_init(&w->cpu_hint, w->cpu);
 		if (!w->d.slot) {
 			free_pool(p);
 			return -ENOMEM;
 		}
 	}
-	/* Cache-sharing peers, when pinned and the topology is known. */
-	for (i = 0; i < p->nr; i++) {
-		struct ws_worker *w = p->w[i];
+	/* Topology: which cache each allowed CPU sits behind. Unknown (no
+	 * sysfs) leaves cache_of NULL: plain random victims. */
+	if (nr_cpus > 1) {
+		bool known = false;
 
-		if (w->cache_id < 0)
-			continue;
-		w->near = calloc(p->nr, sizeof(*w->near));
-		if (!w->near) {
+		p->nr_cpu_ids = cpus[nr_cpus - 1] + 1;
+		p->cache_of = malloc(sizeof(*p->cache_of) * (size_t)p->nr_cpu_ids);
+		if (!p->cache_of) {
 			free_pool(p);
 			return -ENOMEM;
 		}
-		for (k = 0; k < p->nr; k++)
-			if (k != i && p->w[k]->cache_id == w->cache_id)
-				w->near[w->nr_near++] = k;
+		for (c = 0; c < p->nr_cpu_ids; c++)
+			p->cache_of[c] = -1;
+		for (c = 0; c < nr_cpus; c++) {
+			p->cache_of[cpus[c]] = (short)cache_id_of(cpus[c]);
+			known |= p->cache_of[cpus[c]] >= 0;
+		}
+		if (!known) {
+			free(p->cache_of);
+			p->cache_of = NULL;
+		}
 	}
-
 	pthread_attr_init(&pa);
 	if (p->stack_size)
 		pthread_attr_setstacksize(&pa, p->stack_size);

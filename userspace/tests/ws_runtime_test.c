@@ -359,8 +359,7 @@ static int spawn_16_then_sync(struct ws_worker *w, void *arg)
 
 /* A task that spawns 16 leaves (each sleeping 20 ms) and then syncs them:
  * idle workers must be woken, ask for work and get the leaves, so that at
- * least three of the four workers run some, and it takes well under the
- * 320 ms of a serial run. */
+ * least three of the four workers run some (the elapsed time is logged). */
 TEST(spawned_leaves_spread_over_workers)
 {
 	struct ws_pool *p = mkpool(4, false);
@@ -381,8 +380,70 @@ TEST(spawned_leaves_spread_over_workers)
 		distinct += k < 16;
 	}
 	TH_LOG("16 x 20 ms leaves on 4 workers: %d workers used, %.1f ms", distinct, el / 1e6);
+	/* No bound on el: on a loaded machine (the lab guest running) even
+	 * 4 workers can take longer than 320 ms. */
 	EXPECT_GE(distinct, 3);
-	EXPECT_LT(el, 300000000ull);	/* serial: 320 ms */
+	ASSERT_EQ(0, ws_pool_destroy(p));
+}
+
+struct slow_child {
+	_Atomic int started;
+	double sync_cpu_s;
+	int child_worker, root_worker;
+};
+
+static int slow_child_task(struct ws_worker *w, void *arg)
+{
+	struct slow_child *c = arg;
+
+	c->child_worker = (int)ws_worker_index(w);
+	atomic_store(&c->started, 1);
+	usleep(200000);
+	return 7;
+}
+
+static double cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int wait_for_stolen_child(struct ws_worker *w, void *arg)
+{
+	struct slow_child *c = arg;
+	uint64_t t0 = ws_test_now_ns();
+	struct ws_task t;
+	double c0;
+	int r;
+
+	c->root_worker = (int)ws_worker_index(w);
+	ws_spawn(w, &t, slow_child_task, c);
+	/* Let a thief take it: serve its request until the child starts. */
+	while (!atomic_load(&c->started) && ws_test_now_ns() - t0 < 2000000000ull)
+		ws_poll(w);
+	c0 = cpu_now();
+	r = ws_sync(w, &t);
+	c->sync_cpu_s = cpu_now() - c0;
+	return r;
+}
+
+/* An owner whose child was stolen and who finds nothing else to run must
+ * not burn a CPU while it waits: after spinning and yielding it sleeps
+ * until the thief finishes (the process uses a small fraction of the
+ * 200 ms the child sleeps). */
+TEST(sync_on_stolen_child_sleeps)
+{
+	struct ws_pool *p = mkpool(2, false);
+	struct slow_child c = { 0 };
+
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(7, ws_pool_run(p, wait_for_stolen_child, &c));
+	ASSERT_TRUE(atomic_load(&c.started));
+	EXPECT_NE(c.root_worker, c.child_worker);
+	TH_LOG("CPU used by the process during the 200 ms sync: %.2f ms", c.sync_cpu_s * 1e3);
+	EXPECT_LT(c.sync_cpu_s, 0.05);
 	ASSERT_EQ(0, ws_pool_destroy(p));
 }
 
@@ -601,52 +662,79 @@ static uint64_t total_parks(struct ws_pool *p)
 	return st.nr_parks;
 }
 
-/* Park/wake cycles: with spinning off, wait after each job until a worker
- * has committed to sleep, then submit the next job, which must wake it.
- * Submissions race with the sleeper's last check on purpose: a lost wakeup
- * hangs the wait (and the harness timeout fails the test). */
-TEST(million_park_wake_cycles)
-{
-	struct ws_pool *p = mkpool(2, true);
-	long n = ws_test_scaled(1000000), i;
-	_Atomic long done = 0;
-	struct ws_worker_stats st;
-	uint64_t t0 = ws_test_now_ns(), parks;
+struct cycler {
+	struct ws_pool *p;
+	long n, done_cycles;
+	_Atomic long done;
+	int err;
+};
 
-	ASSERT_NE(NULL, p);
-	parks = total_parks(p);
-	for (i = 0; i < n; i++) {
+/* With spinning off, wait after each job until the pool's worker has
+ * committed to sleep, then submit the next job, which must wake it: every
+ * submission races the sleeper's last check. */
+static void *cycle_thread(void *arg)
+{
+	struct cycler *c = arg;
+	uint64_t parks = total_parks(c->p);
+	long i;
+
+	for (i = 0; i < c->n; i++) {
 		struct ws_job j;
 		uint64_t w0 = ws_test_now_ns();
 
-		/* The worker that ran the previous job must fall asleep. */
-		while (i > 0 && total_parks(p) == parks) {
+		while (i > 0 && total_parks(c->p) == parks) {
 			if (ws_test_now_ns() - w0 > 10000000000ull) {
-				for (int k = 0; k < 2; k++) {
-					ws_pool_get_stats(p, k, &st);
-					TH_LOG("cycle %ld: worker %d: tasks %llu public %llu parks %llu wakeups %llu steal fails %llu",
-					       i, k, (unsigned long long)st.nr_tasks,
-					       (unsigned long long)st.nr_public,
-					       (unsigned long long)st.nr_parks,
-					       (unsigned long long)st.nr_wakeups,
-					       (unsigned long long)st.nr_steal_fails);
-				}
-				ASSERT_TRUE(false) TH_LOG("no worker went to sleep in 10 s");
+				c->err = -ETIMEDOUT;	/* nobody fell asleep */
+				return NULL;
 			}
 			sched_yield();
 		}
-		parks = total_parks(p);
-		ASSERT_EQ(0, ws_pool_submit(p, &j, NULL, add_task, &done));
-		ASSERT_EQ(0, ws_job_wait(&j));
+		parks = total_parks(c->p);
+		if (ws_pool_submit(c->p, &j, NULL, add_task, &c->done) || ws_job_wait(&j)) {
+			c->err = -EIO;
+			return NULL;
+		}
+		c->done_cycles++;
 	}
-	EXPECT_EQ(n, atomic_load(&done));
-	ws_pool_sum_stats(p, &st);
-	TH_LOG("%ld cycles in %.2f s: parks %llu wakeups %llu", n,
-	       (ws_test_now_ns() - t0) / 1e9, (unsigned long long)st.nr_parks,
-	       (unsigned long long)st.nr_wakeups);
-	EXPECT_GE(st.nr_parks, (uint64_t)n);
-	EXPECT_GE(st.nr_wakeups, (uint64_t)n);
-	ASSERT_EQ(0, ws_pool_destroy(p));
+	return NULL;
+}
+
+/* A million park/wake cycles: 4 pools of one worker each, 4 submitters.
+ * A lost wakeup hangs a wait (and the harness timeout fails the test). */
+TEST(million_park_wake_cycles)
+{
+	enum { NR = 4 };
+	struct cycler c[NR];
+	pthread_t th[NR];
+	long n = ws_test_scaled(1000000), parks = 0, wakeups = 0;
+	uint64_t t0 = ws_test_now_ns();
+	int i;
+
+	for (i = 0; i < NR; i++) {
+		memset(&c[i], 0, sizeof(c[i]));
+		c[i].p = mkpool(1, true);
+		c[i].n = n / NR;
+		ASSERT_NE(NULL, c[i].p);
+	}
+	for (i = 0; i < NR; i++)
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, cycle_thread, &c[i]));
+	for (i = 0; i < NR; i++)
+		ASSERT_EQ(0, pthread_join(th[i], NULL));
+	for (i = 0; i < NR; i++) {
+		struct ws_worker_stats st;
+
+		EXPECT_EQ(0, c[i].err);
+		EXPECT_EQ(c[i].n, c[i].done_cycles);
+		EXPECT_EQ(c[i].n, atomic_load(&c[i].done));
+		ws_pool_sum_stats(c[i].p, &st);
+		parks += (long)st.nr_parks;
+		wakeups += (long)st.nr_wakeups;
+		ASSERT_EQ(0, ws_pool_destroy(c[i].p));
+	}
+	TH_LOG("%ld cycles in %.2f s: parks %ld wakeups %ld", n / NR * NR,
+	       (ws_test_now_ns() - t0) / 1e9, parks, wakeups);
+	EXPECT_GE(parks, n / NR * NR);
+	EXPECT_GE(wakeups, n / NR * NR - NR);
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -668,13 +756,25 @@ static int busy_task(struct ws_worker *w, void *arg)
 	return 0;
 }
 
+/* Keep submitting (and waiting for) small jobs until destroy has closed the
+ * queue; records what the refused submission returned. */
 static int late_submitter(struct ws_worker *w, void *arg)
 {
 	struct busy *b = arg;
-	struct ws_job j;
+	uint64_t t0 = ws_test_now_ns();
 
-	usleep(100000);		/* destroy has started by now */
-	b->submit_err = ws_pool_submit(b->p, &j, NULL, fail_task, NULL);
+	while (ws_test_now_ns() - t0 < 20000000000ull) {
+		struct ws_job j;
+		int r = ws_pool_submit(b->p, &j, NULL, fail_task, NULL);
+
+		if (r) {
+			b->submit_err = r;
+			return 0;
+		}
+		if (ws_job_wait(&j) != -EIO)
+			b->submit_err = -EINVAL;
+		usleep(1000);
+	}
 	return 0;
 }
 
@@ -697,6 +797,7 @@ TEST(destroy_while_busy)
 	ASSERT_EQ(0, ws_pool_destroy(p));
 	for (i = 0; i < 32; i++) {
 		EXPECT_TRUE(ws_job_done(&jobs[i]));
+		EXPECT_EQ(0, ws_job_wait(&jobs[i]));	/* valid after destroy */
 		EXPECT_EQ(fib_serial(n), b[i].r);
 	}
 	EXPECT_TRUE(ws_job_done(&jobs[32]));
@@ -774,6 +875,44 @@ TEST(two_pools_coexist)
 	EXPECT_EQ(3, ws_pool_nr_workers(b));
 	ASSERT_EQ(0, ws_pool_destroy(a));
 	ASSERT_EQ(0, ws_pool_destroy(b));
+}
+
+static int where_am_i(struct ws_worker *w, void *arg)
+{
+	int *out = arg;
+
+	out[0] = (int)ws_worker_index(w);
+	out[1] = sched_getcpu();
+	return 0;
+}
+
+/* attr.pin puts worker i on the i-th CPU of the affinity mask (round robin);
+ * fork/join works the same. */
+TEST(pinned_pool_pins_and_computes)
+{
+	struct ws_pool_attr a;
+	struct ws_pool *p;
+	struct fib f = { 22, 0 };
+	int cpus[CPU_SETSIZE], nr = 0, c, k;
+	cpu_set_t set;
+
+	ASSERT_EQ(0, sched_getaffinity(0, sizeof(set), &set));
+	for (c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &set))
+			cpus[nr++] = c;
+	ws_pool_attr_init(&a);
+	a.nr_workers = 3;
+	a.pin = true;
+	ASSERT_EQ(0, ws_pool_create(&p, &a));
+	ASSERT_EQ(0, ws_pool_run(p, fib_task, &f));
+	EXPECT_EQ(fib_serial(22), f.r);
+	for (k = 0; k < 20; k++) {
+		int where[2];
+
+		ASSERT_EQ(0, ws_pool_run(p, where_am_i, where));
+		EXPECT_EQ(cpus[where[0] % nr], where[1]) TH_LOG("worker %d", where[0]);
+	}
+	ASSERT_EQ(0, ws_pool_destroy(p));
 }
 
 TEST(bad_arguments_are_rejected)

@@ -37,6 +37,34 @@
  * succeeded). Steal returns WS_STEAL_RETRY on a lost race so that callers can
  * pick another victim instead of spinning on a contended one.
  *
+ * Memory orders (the essay and the pairing comments are in deque_impl.h):
+ *
+ *   where   operation                 order    why
+ *   ------  ------------------------  -------  ------------------------------
+ *   push    load top                  acquire  a slot is reused only after the
+ *                                              thief that took it read it
+ *   push    fence before bottom store release  the slot is visible to a thief
+ *                                              that sees the new bottom
+ *   pop     fence after bottom store  seq_cst  store-load: pop and steal
+ *                                              cannot both miss each other
+ *   pop     CAS top (last item)       seq_cst  races thieves for the last item
+ *   steal   load top                  acquire  sees the slot reads of the
+ *                                              thief that last moved top
+ *   steal   fence between top/bottom  seq_cst  pairs with pop's fence
+ *   steal   load bottom               acquire  pairs with push's release fence
+ *   steal   readers++ / load buffer   seq_cst  reclamation handshake with the
+ *                                              owner's buffer store + readers
+ *                                              load
+ *   steal   re-load buffer            acquire  retry if a resize happened
+ *   steal   CAS top                   seq_cst  claims the item
+ *   steal   readers--                 release  slot reads happen before a free
+ *   resize  store buffer              seq_cst  publishes copied slots; the
+ *                                              store side of the handshake
+ *   reclaim load readers              seq_cst  frees only if no thief can
+ *                                              still hold the old buffer
+ *   slots   load/store                relaxed  atomic only to avoid a data
+ *                                              race; ordered by the above
+ *
  * Builds: defining WS_NO_FENCES when compiling the library selects the
  * fence-free variant (release/acquire/seq_cst operations instead of
  * atomic_thread_fence) used by the ThreadSanitizer build.

@@ -49,8 +49,9 @@ struct ws_pool_attr {
 				 * this long before parking; default 200000 */
 	unsigned max_searching;	/* workers looking for work at once; default
 				 * max(1, nr_workers / 2) */
-	unsigned deque_size;	/* spawn slots per worker; default 8192. A
-				 * spawn beyond it runs the child at once. */
+	unsigned deque_size;	/* spawn slots per worker; default 8192.
+				 * Spawns nested deeper stay private: their
+				 * syncs run them on this worker. */
 	size_t stack_size;	/* worker stack; default 8 MiB */
 	bool pin;		/* pin worker i to the i-th CPU of the affinity
 				 * mask (round robin); enables cache-aware
@@ -106,9 +107,10 @@ int ws_pool_submit(struct ws_pool *pool, struct ws_job *job, struct ws_group *gr
 		   ws_task_fn fn, void *arg);
 
 /*
- * Wait until @job has run and return its result. Outside the pool this
- * blocks (a short spin, then a futex wait); on one of the pool's workers it
- * runs other work meanwhile instead of blocking.
+ * Wait until @job (successfully submitted) has run and return its result.
+ * Outside the pool this blocks (a short spin, then a futex wait); on one of
+ * the pool's workers it runs other work meanwhile instead of blocking. Also
+ * valid after ws_pool_destroy() returned (the job is then done).
  */
 int ws_job_wait(struct ws_job *job);
 

@@ -33,10 +33,10 @@ extern "C" {
 
 struct _ws_wdeque {
 	/* Owner-private line. */
-	uint32_t tail;		/* next free slot */
-	uint32_t split;		/* owner's copy of split */
+	uint32_t tail;		/* next free slot; counts on past cap when full */
+	uint32_t split;		/* owner's copy of split (<= cap) */
 	uint32_t cap;		/* slots */
-	uint32_t overflow;	/* spawns that ran at once (deque full) */
+	uint32_t _unused;
 	struct ws_task **slot;	/* accessed atomically */
 	uint64_t nr_tasks;	/* owner-written, read relaxed by stats */
 	/* Thieves CAS this line. */
@@ -50,7 +50,6 @@ struct _ws_wdeque {
 #define _WS_REQ_WAKE	2u	/* someone sleeps and nobody searches */
 
 void _ws_spawn_slow(struct ws_worker *w);
-void _ws_spawn_full(struct ws_worker *w, struct ws_task *t);
 int _ws_sync_slow(struct ws_worker *w, struct ws_task *t);
 int _ws_group_trampoline(struct ws_worker *w, void *t);
 
@@ -89,13 +88,12 @@ static inline void _ws_spawn(struct ws_worker *w, struct ws_task *t, struct ws_g
 		t->_fn = fn;
 		t->_arg = arg;
 	}
-	if (__builtin_expect(d->tail == d->cap, 0)) {
-		_ws_spawn_full(w, t);
-		return;
-	}
 	/* relaxed: thieves read it only after the owner published it with the
-	 * CAS on ts in _ws_spawn_slow (release), which their CAS acquires. */
-	__atomic_store_n(&d->slot[d->tail], t, __ATOMIC_RELAXED);
+	 * CAS on ts in _ws_spawn_slow (release), which their CAS acquires. A
+	 * spawn beyond the array is only counted: it stays private (split <=
+	 * cap) and its sync runs it, the frame being the caller's. */
+	if (__builtin_expect(d->tail < d->cap, 1))
+		__atomic_store_n(&d->slot[d->tail], t, __ATOMIC_RELAXED);
 	d->tail++;
 	/* relaxed: a request or hint seen late is served at a later spawn (see
 	 * "accepted races" in pool.c). */
@@ -107,10 +105,6 @@ static inline int _ws_sync(struct ws_worker *w, struct ws_task *t)
 {
 	struct _ws_wdeque *d = _ws_dq(w);
 
-	if (__builtin_expect(d->overflow != 0, 0)) {
-		d->overflow--;
-		return t->_result;	/* ran at spawn time */
-	}
 	if (__builtin_expect(d->tail - 1 >= d->split, 1)) {
 		d->tail--;		/* private: nobody else can have it */
 		/* Serve requests here too, so that "spawn N, then sync N"
