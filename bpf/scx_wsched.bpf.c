@@ -21,10 +21,10 @@
  *   an idle CPU never sleeps while a deque it could drain is non-empty.
  * - Dispatch: a CPU serves its own deque first. If the previous task still
  *   wants to run, it competes with the deque's head by vtime and keeps the
- *   CPU with a fresh slice when it is not behind (nr_keep_running). When the
- *   deque is empty, prev keeps running unless a random victim deque's head has fallen behind
- *   that task by more than one base slice of virtual time: then it steals the
- *   laggard (nr_steals_balance), which is what makes CPU shares fair across
+ *   CPU with a fresh slice when it is not behind (nr_keep_running); but if
+ *   a random victim deque's head has fallen more than one base slice of
+ *   virtual time behind the better of the two, the laggard is stolen
+ *   instead (nr_steals_balance), which is what makes CPU shares fair across
  *   CPUs, not just within one deque. When the CPU would go idle it steals:
  *   the kicker's hint first, then pick-two-random victims in its own LLC
  *   (take from the longer deque), then pick-two-random in other LLCs, then a
@@ -305,11 +305,12 @@ static __always_inline u64 current_vtime(struct task_struct *p)
 }
 
 /*
- * @prev ran out of slice and nothing waits on this CPU. If a victim's head
- * has fallen behind prev by more than a base slice of vtime, run it here
- * instead: prev goes back on this CPU's deque.
+ * @prev ran out of slice; @ref is the vtime of whatever this CPU would run
+ * next (prev, or its own deque's head if that is earlier). If a victim's
+ * head has fallen more than a base slice behind @ref, run it here instead:
+ * this is what spreads CPU time fairly across deques, not just within one.
  */
-static __always_inline bool steal_balance(s32 cpu, struct task_struct *prev)
+static __always_inline bool steal_balance(s32 cpu, u64 ref)
 {
 	struct task_struct *head;
 	u32 my_llc = llc_of(cpu);
@@ -326,7 +327,7 @@ static __always_inline bool steal_balance(s32 cpu, struct task_struct *prev)
 	if (!head)
 		return false;
 	head_vtime = head->scx.dsq_vtime;
-	if (!time_before(head_vtime + slice_ns, current_vtime(prev)))
+	if (!time_before(head_vtime + slice_ns, ref))
 		return false;
 	return try_steal(cpu, victim, true);
 }
@@ -396,16 +397,21 @@ void BPF_STRUCT_OPS(wsched_dispatch, s32 cpu, struct task_struct *prev)
 		/*
 		 * prev used up its slice and is not on the deque yet: it
 		 * competes with the deque's head by vtime, or weights would
-		 * not matter between two tasks sharing a CPU.
+		 * not matter between two tasks sharing a CPU; and both
+		 * compete with laggards on other deques.
 		 */
+		u64 prev_vtime = current_vtime(prev), ref = prev_vtime;
+		bool head_first = false;
+
 		head = __COMPAT_scx_bpf_dsq_peek(cpu);
-		if (head) {
-			if (time_before(head->scx.dsq_vtime, current_vtime(prev)) &&
-			    scx_bpf_dsq_move_to_local(cpu, 0)) {
-				STAT_INC(nr_dispatched_local);
-				return;
-			}
-		} else if (steal_balance(cpu, prev)) {
+		if (head && time_before(head->scx.dsq_vtime, prev_vtime)) {
+			ref = head->scx.dsq_vtime;
+			head_first = true;
+		}
+		if (steal_balance(cpu, ref))
+			return;
+		if (head_first && scx_bpf_dsq_move_to_local(cpu, 0)) {
+			STAT_INC(nr_dispatched_local);
 			return;
 		}
 		scx_bpf_task_set_slice(prev, task_slice(scx_bpf_dsq_nr_queued(cpu)));

@@ -14,11 +14,45 @@
 /* Every case runs in a fixture whose teardown stops a loader left running. */
 FIXTURE(load) {
 	pid_t pid;
+	int offlined;		/* CPUs 1..offlined taken offline by the test */
 };
+
+/*
+ * QEMU's multi-threaded TCG sometimes runs a stale int3 that the kernel's
+ * text patching left behind (sched_ext flips static keys on every enable
+ * and disable): "Oops: int3" in a random function, about once in 15 cycles
+ * with 4 vCPUs, never with one vCPU running. Under TCG, load_unload_20
+ * therefore runs with only CPU 0 online, unless WSCHED_TEST_ALL_CPUS=1.
+ * See bpf/README.md.
+ */
+static bool under_tcg(void)
+{
+	char line[256];
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	bool tcg = false;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "model name", 10)) {
+			tcg = strstr(line, "QEMU TCG") != NULL;
+			break;
+		}
+	if (f)
+		fclose(f);
+	return tcg && !getenv("WSCHED_TEST_ALL_CPUS");
+}
+
+static void set_online(int cpu, bool on)
+{
+	char path[96];
+
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
+	ws_write_str(path, on ? "1" : "0");
+}
 
 FIXTURE_SETUP(load)
 {
 	self->pid = 0;
+	self->offlined = 0;
 	ASSERT_TRUE(ws_wait_state(false, 10)) TH_LOG("a sched_ext scheduler is loaded before the test");
 }
 
@@ -26,14 +60,23 @@ FIXTURE_TEARDOWN(load)
 {
 	if (self->pid > 0 && waitpid(self->pid, NULL, WNOHANG) == 0)
 		ws_stop(self->pid);
+	for (; self->offlined > 0; self->offlined--)
+		set_online(self->offlined, true);
 }
 
 /* Load and unload 20 times: each attaches, detaches cleanly, exits 0. */
 TEST_F_TIMEOUT(load, load_unload_20, 150)
 {
 	const char *args[] = { NULL };
-	int i;
+	int i, n = sysconf(_SC_NPROCESSORS_ONLN);
 
+	if (under_tcg()) {
+		TH_LOG("QEMU TCG: CPUs 1..%d offline for the cycles (stale-int3 workaround)", n - 1);
+		for (i = 1; i < n; i++) {
+			set_online(i, false);
+			self->offlined = i;
+		}
+	}
 	for (i = 0; i < 20; i++) {
 		self->pid = ws_start(args, NULL, ERR_FILE);
 		ASSERT_LT(0, self->pid) TH_LOG("round %d: scheduler never became enabled", i);
