@@ -50,6 +50,8 @@ ifdef KERNEL
 export WSCHED_LAB_KERNEL := $(KERNEL)
 endif
 LAB_CPUS ?= 4
+# stress-guest boots a bigger guest: the stall runs want 16 vCPUs.
+STRESS_CPUS ?= 16
 LAB_TIMEOUT ?= 1800
 
 # Targets that run in the lab rootfs (chroot) and those that need the lab
@@ -76,6 +78,7 @@ help:
 	@echo
 	@echo 'variables: LAB=auto|0|1 (build in the lab rootfs), V=1 (verbose),'
 	@echo '  KERNEL=default|sid (the kernel the lab guest boots),'
+	@echo '  LAB_CPUS (vCPUs of the guest, default 4; STRESS_CPUS for stress-guest, 16),'
 	@echo '  KDIR (kernel build dir, default /lib/modules/$$(uname -r)/build),'
 	@echo '  CC, CLANG, BPFTOOL, KSFT_INC (kselftest harness headers)'
 
@@ -107,7 +110,8 @@ $(EXEC_TARGETS):
 $(GUEST_TARGETS):
 	$(Q)$(LABSH) setup --no-update --quiet $(if $(KERNEL),--kernel $(KERNEL))
 	$(Q)$(LABSH) exec -- $(MAKE) LAB=0 all
-	$(Q)$(LABSH) run --cpus $(LAB_CPUS) --timeout $(LAB_TIMEOUT) -- $(MAKE) LAB=0 $@
+	$(Q)$(LABSH) run --cpus $(if $(filter stress-guest,$@),$(STRESS_CPUS),$(LAB_CPUS)) \
+		--timeout $(LAB_TIMEOUT) -- $(MAKE) LAB=0 $@
 
 else
 # ---------------------------------------------------------------- native

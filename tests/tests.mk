@@ -20,12 +20,12 @@ ALL          += $(TESTS_NATIVE_BIN) $(TESTS_GUEST_BIN)
 NATIVE_TESTS += $(TESTS_NATIVE_BIN)
 GUEST_TESTS  += $(TESTS_GUEST_BIN)
 
-$(BUILD)/tests/native/%: $(TOP)/tests/native/%.c | ksft-check
+$(BUILD)/tests/native/%: $(TOP)/tests/native/%.c $(wildcard $(TOP)/tests/native/*.h) | ksft-check
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(KSFT_CFLAGS) -o $@ $< $(LDFLAGS)
 
-$(BUILD)/tests/guest/%: $(TOP)/tests/guest/%.c | ksft-check
+$(BUILD)/tests/guest/%: $(TOP)/tests/guest/%.c $(wildcard $(TOP)/tests/guest/*.h) | ksft-check
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(KSFT_CFLAGS) -o $@ $< $(LDFLAGS)
