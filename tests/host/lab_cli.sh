@@ -152,8 +152,11 @@ copy=$(mktemp -d /tmp/wsched-labtest.XXXXXX)
 cp -a "$TOP/scripts" "$copy/"
 "$copy/scripts/lab" run -- sh -c 'pwd; test -x scripts/lab-init' >"$OUT/stdout" 2>"$OUT/stderr"; rc=$?
 labdir=$("$LAB" info | sed -n 's/^lab dir: *//p')
+# The mount point is gone, or (while another run is alive, as in make
+# check) still listed for the last run's cleanup.
 ok=1
-[ $rc = 0 ] && [ "$(cat "$OUT/stdout")" = "$copy" ] && [ ! -e "$labdir/rootfs$copy" ] && ok=0
+[ $rc = 0 ] && [ "$(cat "$OUT/stdout")" = "$copy" ] &&
+	{ [ ! -e "$labdir/rootfs$copy" ] || grep -qx "$copy" "$labdir/.made-dirs"; } && ok=0
 tap_result $ok "run_tree_under_tmp" "exit $rc, rootfs$copy $([ -e "$labdir/rootfs$copy" ] && echo left behind)" \
 	"$(cat "$OUT/stdout" "$OUT/stderr")"
 rm -rf "$copy"
