@@ -444,7 +444,7 @@ TEST_F(dev, nonexistent_tid_fails_esrch)
 	long pid_max;
 	pid_t child;
 
-	ASSERT_EQ(0, kmod_read_line("/proc/sys/kernel/pid_max", buf, sizeof(buf)));
+	ASSERT_EQ(0, guest_read_line("/proc/sys/kernel/pid_max", buf, sizeof(buf)));
 	pid_max = strtol(buf, NULL, 10);
 	ASSERT_LT(1, pid_max);
 	/* Thread ids are below pid_max. */

@@ -86,7 +86,7 @@ TEST_F(kmod, rmmod_refused_while_open)
 	ASSERT_EQ(0, kmod_load(""));
 	fd = kmod_open();
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, kmod_read_line(KMOD_SYSFS "/refcnt", refcnt, sizeof(refcnt)));
+	ASSERT_EQ(0, guest_read_line(KMOD_SYSFS "/refcnt", refcnt, sizeof(refcnt)));
 	EXPECT_STREQ("1", refcnt);
 
 	EXPECT_EQ(-EWOULDBLOCK, kmod_unload());
@@ -265,16 +265,16 @@ TEST_F(kmod, parameters)
 
 	/* Defaults. */
 	ASSERT_EQ(0, kmod_load(""));
-	ASSERT_EQ(0, kmod_read_line(KMOD_SYSFS "/parameters/preempt", buf, sizeof(buf)));
+	ASSERT_EQ(0, guest_read_line(KMOD_SYSFS "/parameters/preempt", buf, sizeof(buf)));
 	EXPECT_STREQ("Y", buf);
-	ASSERT_EQ(0, kmod_read_line(KMOD_SYSFS "/parameters/dev_mode", buf, sizeof(buf)));
+	ASSERT_EQ(0, guest_read_line(KMOD_SYSFS "/parameters/dev_mode", buf, sizeof(buf)));
 	EXPECT_EQ(0666, strtol(buf, NULL, 0));
 	EXPECT_EQ(0666, dev_mode());
 	ASSERT_EQ(0, kmod_unload());
 
 	/* Set at load time. */
 	ASSERT_EQ(0, kmod_load("preempt=N dev_mode=0600"));
-	ASSERT_EQ(0, kmod_read_line(KMOD_SYSFS "/parameters/preempt", buf, sizeof(buf)));
+	ASSERT_EQ(0, guest_read_line(KMOD_SYSFS "/parameters/preempt", buf, sizeof(buf)));
 	EXPECT_STREQ("N", buf);
 	EXPECT_EQ(0600, dev_mode());
 	ASSERT_EQ(0, kmod_unload());

@@ -231,7 +231,7 @@ FIXTURE(sched) {
 
 static int read_state(char *buf, size_t len)
 {
-	return kmod_read_line("/sys/kernel/sched_ext/state", buf, len);
+	return guest_read_line("/sys/kernel/sched_ext/state", buf, len);
 }
 
 FIXTURE_SETUP(sched)

@@ -12,6 +12,7 @@
 #ifndef WSCHED_KMOD_UTIL_H
 #define WSCHED_KMOD_UTIL_H
 
+#include "guest_util.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -198,21 +199,6 @@ static inline long long kmod_stat(const char *name)
 		v = -1;
 	fclose(f);
 	return v;
-}
-
-static inline int kmod_read_line(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		return -errno;
-	if (!fgets(buf, len, f)) {
-		fclose(f);
-		return -EIO;
-	}
-	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
 }
 
 /*

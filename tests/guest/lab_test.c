@@ -18,23 +18,8 @@
 #include <unistd.h>
 #include <linux/magic.h>
 
+#include "guest_util.h"
 #include "kselftest_harness.h"
-
-/* Reads a small sysfs file into buf without its trailing newline. */
-static int read_line(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		return -errno;
-	if (!fgets(buf, len, f)) {
-		fclose(f);
-		return -EIO;
-	}
-	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
-}
 
 static int run(const char *cmd)
 {
@@ -47,7 +32,7 @@ TEST(sched_ext_present_and_disabled)
 {
 	char state[64];
 
-	ASSERT_EQ(0, read_line("/sys/kernel/sched_ext/state", state, sizeof(state)))
+	ASSERT_EQ(0, guest_read_line("/sys/kernel/sched_ext/state", state, sizeof(state)))
 		TH_LOG("no /sys/kernel/sched_ext/state: kernel without CONFIG_SCHED_CLASS_EXT");
 	EXPECT_STREQ("disabled", state)
 		TH_LOG("a sched_ext scheduler is already loaded: %s", state);

@@ -10,6 +10,7 @@
 #ifndef __SCX_WSCHED_UTIL_H
 #define __SCX_WSCHED_UTIL_H
 
+#include "guest_util.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -43,21 +44,6 @@ static inline void ws_sleep(double s)
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
-}
-
-static inline int ws_read_line(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		return -errno;
-	if (!fgets(buf, len, f)) {
-		fclose(f);
-		return -EIO;
-	}
-	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
 }
 
 static inline int ws_write_str(const char *path, const char *s)
@@ -94,8 +80,8 @@ static inline void ws_state(char *buf, size_t len)
 {
 	char state[64] = "missing", ops[128] = "";
 
-	ws_read_line("/sys/kernel/sched_ext/state", state, sizeof(state));
-	ws_read_line("/sys/kernel/sched_ext/root/ops", ops, sizeof(ops));
+	guest_read_line("/sys/kernel/sched_ext/state", state, sizeof(state));
+	guest_read_line("/sys/kernel/sched_ext/root/ops", ops, sizeof(ops));
 	snprintf(buf, len, "%s%s%s", state, ops[0] ? " " : "", ops);
 }
 
