@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# wsched.ko and its benchmark (included by the top-level Makefile).
+# wsched.ko (included by the top-level Makefile).
 #
 # The module is built out of tree with kbuild's MO= (Linux 6.13+): sources
 # stay in kmod/, every generated file goes to build/kmod/. KDIR must be the
@@ -8,19 +8,18 @@
 # kernel's gcc (the lab rootfs has both for the lab kernel).
 #
 #   build/kmod/wsched.ko        the module
-#   build/bin/wsched-handoff    handoff benchmark (kmod/bench/handoff.c)
 #
 # The guest tests tests/guest/kmod_*.c also need the UAPI header and the
 # module; `make stress-guest` runs their long variants, `make bench-sched`
-# the handoff benchmark (kmod/bench/run-handoff.sh).
+# the handoff benchmark (kmod/bench/run-handoff.sh, which runs
+# `build/bin/wsbench handoff`, userspace/bench/handoff.c).
 
 KMOD_DIR    := $(BUILD)/kmod
 KMOD_KO     := $(KMOD_DIR)/wsched.ko
 KMOD_DEPS   := $(TOP)/kmod/wsched.c $(TOP)/kmod/Kbuild $(TOP)/userspace/include/wsched/wsched_ioctl.h
-KMOD_BENCH  := $(BUILD)/bin/wsched-handoff
 KMOD_TESTS  := $(patsubst $(TOP)/tests/guest/%.c,$(BUILD)/tests/guest/%,$(wildcard $(TOP)/tests/guest/kmod_*.c))
 
-ALL += $(KMOD_KO) $(KMOD_BENCH)
+ALL += $(KMOD_KO)
 
 $(KMOD_KO): $(KMOD_DEPS) | kmod-check
 	$(call msg,KMOD,$@)
@@ -35,11 +34,6 @@ kmod-check:
 	$(Q)test -f $(KDIR)/Makefile || { \
 	  echo "make: no kernel build directory at KDIR=$(KDIR); install the kernel's" \
 	       "headers (Debian: linux-headers-$(KVER)) or set KDIR" >&2; exit 1; }
-
-$(KMOD_BENCH): $(TOP)/kmod/bench/handoff.c $(TOP)/userspace/include/wsched/wsched_ioctl.h
-	$(call msg,CC,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) -I$(TOP)/userspace/include -pthread -o $@ $< $(LDFLAGS) -lm
 
 # The kmod tests: the UAPI header, their shared helpers, and the module
 # present (built, not a reason to rebuild them) when they run.
@@ -56,5 +50,5 @@ kmod-stress: $(KMOD_TESTS) $(KMOD_KO)
 	$(Q)WSCHED_KMOD_FUZZ_CALLS=2000000 WSCHED_KMOD_LOAD_CYCLES=500 \
 	  $(TOP)/tests/run-tests --suite kmod-stress $(filter %/kmod_fuzz_test %/kmod_load_test,$(KMOD_TESTS))
 
-kmod-bench: $(KMOD_BENCH) $(KMOD_KO)
+kmod-bench: $(WSBENCH) $(KMOD_KO)
 	$(Q)$(TOP)/kmod/bench/run-handoff.sh

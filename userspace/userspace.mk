@@ -101,7 +101,8 @@ ws-stress: $(WS_NORM_TESTS) $(WS_TSAN_TESTS) $(WS_RELACY)
 WS_BENCH_DIR := $(WS_DIR)/bench
 WS_HAVE_TBB  := $(shell test -f /usr/include/oneapi/tbb/task_group.h && echo 1)
 WSBENCH      := $(BUILD)/bin/wsbench
-WS_BENCH_OBJ := $(BUILD)/bench/wsbench.o $(BUILD)/bench/bench_c.o $(BUILD)/bench/bench_omp.o
+WS_BENCH_OBJ := $(BUILD)/bench/wsbench.o $(BUILD)/bench/bench_c.o $(BUILD)/bench/bench_omp.o \
+		$(BUILD)/bench/handoff.o
 WS_BENCH_LIBS := -fopenmp -lm
 ifeq ($(WS_HAVE_TBB),1)
 WS_BENCH_OBJ += $(BUILD)/bench/bench_tbb.o
@@ -134,13 +135,25 @@ $(WSBENCH): $(WS_BENCH_OBJ) $(WS_NORM_LIB)
 
 ALL += $(WSBENCH)
 
+# wsbench's command line (userspace/tests/wsbench_cli.sh), run by
+# test-native through a two-line wrapper that names this build's wsbench.
+WS_CLI_TEST := $(BUILD)/tests/native/wsbench_cli
+$(WS_CLI_TEST): $(WS_DIR)/tests/wsbench_cli.sh $(WSBENCH)
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)printf '#!/bin/sh\nexec %s %s\n' $(WS_DIR)/tests/wsbench_cli.sh $(WSBENCH) >$@
+	$(Q)chmod +x $@
+ALL += $(WS_CLI_TEST)
+NATIVE_TESTS += $(WS_CLI_TEST)
+
 # wsbench-llvm: the same driver built with clang, so that its "omp" runtime
 # (reported as omp-llvm) is LLVM's libomp. Only when clang can do OpenMP.
 CLANG_CC     ?= clang
 WS_HAVE_LIBOMP := $(shell echo 'int main(void){return 0;}' | $(CLANG_CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo 1)
 ifeq ($(WS_HAVE_LIBOMP),1)
 WSBENCH_LLVM := $(BUILD)/bin/wsbench-llvm
-WS_BENCH_LLVM_SRC := $(WS_BENCH_DIR)/wsbench.c $(WS_BENCH_DIR)/bench_c.c $(WS_BENCH_DIR)/bench_omp.c
+WS_BENCH_LLVM_SRC := $(WS_BENCH_DIR)/wsbench.c $(WS_BENCH_DIR)/bench_c.c $(WS_BENCH_DIR)/bench_omp.c \
+		     $(WS_BENCH_DIR)/handoff.c
 $(WSBENCH_LLVM): $(WS_BENCH_LLVM_SRC) $(WS_BENCH_DIR)/bench.h $(WS_BENCH_DIR)/bench_kernels.h $(WS_NORM_LIB)
 	$(call msg,CLANG,$@)
 	$(Q)mkdir -p $(@D)

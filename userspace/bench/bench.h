@@ -38,6 +38,10 @@ struct bench_rt {
 
 extern const struct bench_rt bench_wsched, bench_serial, bench_omp, bench_tbb;
 
+/* `wsbench handoff ...` (handoff.c): argv[0] is "handoff", the rest its
+ * options; returns the exit status. */
+int bench_handoff_main(int argc, char **argv);
+
 #ifndef __cplusplus
 #include "wsched/pool.h"
 extern struct ws_pool_attr bench_wsched_attr;	/* wsched tuning options */

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "wsched/deque.h"
 #include "wsched/pool.h"
@@ -58,6 +59,9 @@ static const char usage_text[] =
 	"  deque [OPS=10000000]                per-operation costs (wsched only)\n"
 	"  calib                               CPUs really available to --workers\n"
 	"                                      threads now (cpu_capacity)\n"
+	"  handoff [OPTIONS]                   directed yield vs sched_yield between\n"
+	"                                      two threads on one CPU (wsbench handoff\n"
+	"                                      --help); ignores --runtime/--workers\n"
 	"wsched tuning: --spin-ns N, --yield-ns N (idle policy), --pin (pin workers).\n"
 	"defaults: --runtime wsched, --workers = CPUs available, --repeat 5.\n"
 	"See the comment at the top of userspace/bench/wsbench.c.\n";
@@ -264,6 +268,25 @@ static double calib(int n, double *t1out, double *tnout)
 
 /* ---------------------------------------------------------------- main */
 
+/* `wsbench [--json] handoff ARGS`: a wsbench --json becomes handoff's own. */
+static int handoff(int argc, char **argv, bool json)
+{
+	char **av = calloc((size_t)argc + 2, sizeof(*av));
+	int n = 0, i, st;
+
+	if (!av)
+		return 2;
+	av[n++] = argv[0];
+	if (json)
+		av[n++] = "--json";
+	for (i = 1; i < argc; i++)
+		av[n++] = argv[i];
+	optind = 1;	/* handoff parses with getopt_long from the start */
+	st = bench_handoff_main(n, av);
+	free(av);
+	return st;
+}
+
 int main(int argc, char **argv)
 {
 	const struct bench_rt *rt = &bench_wsched;
@@ -306,6 +329,8 @@ int main(int argc, char **argv)
 			}
 		} else if (!bench) {
 			bench = a;
+			if (!strcmp(bench, "handoff"))
+				return handoff(argc - i, argv + i, json);
 		} else if (nargs < MAX_ARGS) {
 			bargs[nargs++] = a;
 		} else {

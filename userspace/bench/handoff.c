@@ -1,6 +1,6 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: LGPL-2.1-only OR BSD-2-Clause
 /*
- * wsched-handoff: how long it takes one thread to give its CPU to another,
+ * wsbench handoff: how long it takes one thread to give its CPU to another,
  * with WSCHED_IOC_YIELD_TO (wsched.ko) and with sched_yield().
  *
  * Two threads, ping and pong, are pinned to one CPU and pass a turn back
@@ -18,9 +18,9 @@
  * share of calls the module reported as handed over; --json prints the
  * same as JSON lines. The scheduler is read from /sys/kernel/sched_ext.
  *
- * This is a standalone program until wsbench (userspace/bench, owned by the
- * library) grows a handoff case; kmod/bench/run-handoff.sh (make
- * bench-sched) runs it under EEVDF and, when built, under scx_wsched.
+ * `wsbench [--json] handoff [OPTIONS]` runs it (wsbench.c hands the
+ * arguments after "handoff" to bench_handoff_main); kmod/bench/run-handoff.sh
+ * (make bench-sched) runs it under EEVDF and, when built, under scx_wsched.
  * Results and their meaning: Documentation/kmod.md.
  *
  * Exit status: 0 done, 1 a method could not run (no /dev/wsched, pinning
@@ -47,13 +47,14 @@
 #define MAX_NOISE 16
 
 static const char usage_fmt[] =
-"Usage: %s [--method yield_to|sched_yield|both] [--noise N[,N...]] [--samples N]\n"
-"          [--cpu N] [--max-seconds S] [--fallback] [--json] [--help]\n"
+"Usage: wsbench [--json] handoff [--method yield_to|sched_yield|both]\n"
+"          [--noise N[,N...]] [--samples N] [--cpu N] [--max-seconds S]\n"
+"          [--fallback] [--json] [--help]\n"
 "\n"
 "Measure the time one thread takes to hand its CPU to another pinned to the\n"
 "same CPU: WSCHED_IOC_YIELD_TO on /dev/wsched (load build/kmod/wsched.ko)\n"
 "versus sched_yield(). The method is described at the top of\n"
-"kmod/bench/handoff.c; results are in Documentation/kmod.md.\n"
+"userspace/bench/handoff.c; results are in Documentation/kmod.md.\n"
 "\n"
 "  --method M        yield_to, sched_yield or both (default both)\n"
 "  --noise LIST      spinning threads sharing the CPU, a comma list of counts\n"
@@ -236,7 +237,7 @@ static int measure(struct run *r, bool json, const char *sched)
 		pthread_join(noise[i], NULL);
 	secs = (now_ns() - t0) / 1e9;
 	if (rets[0] || rets[1]) {
-		fprintf(stderr, "wsched-handoff: cannot pin to CPU %d\n", r->cpu);
+		fprintf(stderr, "wsbench handoff: cannot pin to CPU %d\n", r->cpu);
 		free(r->lat);
 		return -1;
 	}
@@ -245,7 +246,7 @@ static int measure(struct run *r, bool json, const char *sched)
 	if (n > r->samples)
 		n = r->samples;
 	if (n < 1) {
-		fprintf(stderr, "wsched-handoff: %s with %d noise threads: no sample within %.0f s\n",
+		fprintf(stderr, "wsbench handoff: %s with %d noise threads: no sample within %.0f s\n",
 			method, r->noise, r->max_seconds);
 		free(r->lat);
 		return -1;
@@ -262,10 +263,11 @@ static int measure(struct run *r, bool json, const char *sched)
 		uint64_t p99 = r->lat[n * 99 / 100];
 
 		if (json)
-			printf("{\"bench\":\"handoff\",\"sched\":\"%s\",\"method\":\"%s\",\"cpu\":%d,"
-			       "\"noise\":%d,\"samples\":%ld,\"median_ns\":%llu,\"p10_ns\":%llu,"
-			       "\"p90_ns\":%llu,\"p99_ns\":%llu,\"mean_ns\":%.0f,\"calls_per_handoff\":%.2f,"
-			       "\"handed_over_pct\":%.1f,\"seconds\":%.2f}\n",
+			printf("{\"bench\": \"handoff\", \"sched\": \"%s\", \"method\": \"%s\", "
+			       "\"cpu\": %d, \"noise\": %d, \"samples\": %ld, \"median_ns\": %llu, "
+			       "\"p10_ns\": %llu, \"p90_ns\": %llu, \"p99_ns\": %llu, \"mean_ns\": %.0f, "
+			       "\"calls_per_handoff\": %.2f, \"handed_over_pct\": %.1f, "
+			       "\"seconds\": %.2f}\n",
 			       sched, method, r->cpu, r->noise, n,
 			       (unsigned long long)p50, (unsigned long long)p10,
 			       (unsigned long long)p90, (unsigned long long)p99, (double)sum / n,
@@ -292,13 +294,13 @@ static long parse_long(const char *s, long lo, long hi, const char *what)
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (errno || end == s || *end || v < lo || v > hi) {
-		fprintf(stderr, "wsched-handoff: %s must be %ld..%ld, not '%s'\n", what, lo, hi, s);
+		fprintf(stderr, "wsbench handoff: %s must be %ld..%ld, not '%s'\n", what, lo, hi, s);
 		exit(2);
 	}
 	return v;
 }
 
-int main(int argc, char **argv)
+int bench_handoff_main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "method", required_argument, NULL, 'm' },
@@ -330,7 +332,7 @@ int main(int argc, char **argv)
 				want[0] = false;
 				want[1] = true;
 			} else {
-				fprintf(stderr, "wsched-handoff: --method is yield_to, sched_yield or both\n");
+				fprintf(stderr, "wsbench handoff: --method is yield_to, sched_yield or both\n");
 				return 2;
 			}
 			break;
@@ -340,14 +342,14 @@ int main(int argc, char **argv)
 			nnoise = 0;
 			for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 				if (nnoise > MAX_NOISE) {
-					fprintf(stderr, "wsched-handoff: at most %d --noise values\n", MAX_NOISE + 1);
+					fprintf(stderr, "wsbench handoff: at most %d --noise values\n", MAX_NOISE + 1);
 					return 2;
 				}
 				noise[nnoise++] = parse_long(tok, 0, MAX_NOISE, "--noise");
 			}
 			free(list);
 			if (!nnoise) {
-				fprintf(stderr, "wsched-handoff: --noise needs a value\n");
+				fprintf(stderr, "wsbench handoff: --noise needs a value\n");
 				return 2;
 			}
 			break;
@@ -368,15 +370,15 @@ int main(int argc, char **argv)
 			fallback = true;
 			break;
 		case 'h':
-			printf(usage_fmt, argv[0], MAX_NOISE);
+			printf(usage_fmt, MAX_NOISE);
 			return 0;
 		default:
-			fprintf(stderr, "wsched-handoff: bad usage (see --help)\n");
+			fprintf(stderr, "wsbench handoff: bad usage (see --help)\n");
 			return 2;
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "wsched-handoff: unexpected argument '%s'\n", argv[optind]);
+		fprintf(stderr, "wsbench handoff: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
 
@@ -385,12 +387,12 @@ int main(int argc, char **argv)
 
 		fd = open(WSCHED_DEV_PATH, O_RDWR | O_CLOEXEC);
 		if (fd < 0) {
-			fprintf(stderr, "wsched-handoff: %s: %s (load build/kmod/wsched.ko); "
+			fprintf(stderr, "wsbench handoff: %s: %s (load build/kmod/wsched.ko); "
 				"measuring sched_yield only\n", WSCHED_DEV_PATH, strerror(errno));
 			want[M_YIELD_TO] = false;
 			status = 1;
 		} else if (ioctl(fd, WSCHED_IOC_VERSION, &v) || v.abi_version != WSCHED_ABI_VERSION) {
-			fprintf(stderr, "wsched-handoff: /dev/wsched speaks ABI %u, not %d\n",
+			fprintf(stderr, "wsbench handoff: /dev/wsched speaks ABI %u, not %d\n",
 				v.abi_version, WSCHED_ABI_VERSION);
 			want[M_YIELD_TO] = false;
 			status = 1;

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-only OR BSD-2-Clause
+#
+# wsbench's command line: every bad input is one clear line on stderr and
+# exit status 2; a small run of every benchmark prints the JSON fields the
+# issue asks for with result_ok true; `wsbench handoff` reaches the handoff
+# benchmark (sched_yield only: /dev/wsched exists only in the lab guest).
+# Usage: wsbench_cli.sh [path/to/wsbench] (default build/bin/wsbench).
+set -u
+TOP=$(dirname "$(dirname "$(dirname "$(readlink -f "$0")")")")
+. "$TOP/tests/tap.sh"
+WSBENCH=${1:-$TOP/build/bin/wsbench}
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+
+tap_plan 4
+
+# run ARGS...: status in $rc, output in $OUT/stdout and $OUT/stderr.
+run() { "$WSBENCH" "$@" >"$OUT/stdout" 2>"$OUT/stderr"; rc=$?; }
+
+# 1. bad inputs
+bad=0 diag=()
+while IFS='|' read -r args want; do
+	# shellcheck disable=SC2086
+	run $args
+	lines=$(wc -l <"$OUT/stderr")
+	if [ "$rc" != 2 ] || [ "$lines" != 1 ] || ! grep -q -- "$want" "$OUT/stderr"; then
+		bad=1
+		diag+=("wsbench $args: exit $rc, stderr: $(cat "$OUT/stderr")")
+	fi
+done <<'EOF'
+|no benchmark given
+frobnicate|unknown benchmark 'frobnicate'
+--bogus fib|unknown option '--bogus'
+--workers 0 fib|--workers must be an integer
+--workers x fib|--workers must be an integer
+--repeat 2000 fib|--repeat must be an integer
+--runtime cilk fib|unknown runtime 'cilk'
+--runtime serial --workers 2 fib|serial runtime runs with --workers 1 only
+fib 99|N must be an integer
+fib 10 11|too many arguments
+uts 10 0.5 4|needs Q \* M < 1
+--runtime tbb deque|measures libwsched only
+handoff --noise 99|--noise must be 0..16
+handoff --method other|--method is yield_to, sched_yield or both
+handoff extra|unexpected argument 'extra'
+EOF
+tap_result $bad "bad inputs: one line on stderr naming the problem, exit 2" "${diag[@]}"
+
+# 2. every benchmark on wsched and serial: the JSON fields, a correct result
+bad=0 diag=()
+for rt in wsched serial; do
+	for b in "fib 20" "nqueens 8 2" "uts 200 0.19 5 2" "sort 20000 512" "matmul 64 4"; do
+		# shellcheck disable=SC2086
+		run --json --runtime $rt --workers 1 --repeat 2 $b
+		for f in '"bench": "'"${b%% *}"'"' '"runtime": "'$rt'"' '"workers": 1' \
+			'"args": "' '"seconds_median": [0-9]' '"seconds_min": [0-9]' '"repeat": 2' \
+			'"result_ok": true'; do
+			if [ "$rc" != 0 ] || ! grep -q -- "$f" "$OUT/stdout"; then
+				bad=1
+				diag+=("$rt $b: exit $rc, no $f in: $(cat "$OUT/stdout" "$OUT/stderr")")
+				break
+			fi
+		done
+	done
+done
+tap_result $bad "every benchmark: JSON with bench, runtime, workers, args, times, result_ok" "${diag[@]}"
+
+# 3. two workers agree with the reference too
+run --json --workers 2 --repeat 3 fib 24
+ok=1
+[ "$rc" = 0 ] && grep -q '"workers": 2' "$OUT/stdout" && grep -q '"result_ok": true' "$OUT/stdout" && ok=0
+tap_result $ok "fib 24 on 2 workers: result_ok" "exit $rc: $(cat "$OUT/stdout" "$OUT/stderr")"
+
+# 4. handoff: sched_yield between two threads on one CPU, JSON lines
+run --json handoff --method sched_yield --noise 0 --samples 200 --cpu 0
+if [ "$rc" = 0 ] && grep -q '"method": "sched_yield"' "$OUT/stdout" &&
+   grep -q '"median_ns": [1-9]' "$OUT/stdout"; then
+	tap_result 0 "wsbench --json handoff: sched_yield median"
+else
+	tap_result 1 "wsbench --json handoff: sched_yield median" \
+		"exit $rc: $(cat "$OUT/stdout" "$OUT/stderr")"
+fi
+tap_done
