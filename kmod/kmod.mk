@@ -39,6 +39,9 @@ kmod-check:
 # present (built, not a reason to rebuild them) when they run.
 $(KMOD_TESTS): KSFT_CFLAGS += -I$(TOP)/userspace/include -pthread
 $(KMOD_TESTS): $(TOP)/tests/guest/kmod_util.h $(TOP)/userspace/include/wsched/wsched_ioctl.h | $(KMOD_KO)
+# kmod_pool_test drives libwsched's directed yield through the module.
+$(BUILD)/tests/guest/kmod_pool_test: LDFLAGS += $(WS_NORM_LIB)
+$(BUILD)/tests/guest/kmod_pool_test: $(WS_NORM_LIB) $(WS_HDRS)
 
 .PHONY: kmod-stress kmod-bench
 stress-guest: kmod-stress

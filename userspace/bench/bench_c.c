@@ -162,10 +162,14 @@ static void wsched_stats(char *buf, unsigned len)
 	ws_pool_sum_stats(pool, &st);
 	snprintf(buf, len,
 		 ", \"nr_tasks\": %llu, \"nr_steals\": %llu, \"nr_steal_fails\": %llu, "
-		 "\"nr_exposes\": %llu, \"nr_parks\": %llu, \"nr_wakeups\": %llu",
+		 "\"nr_exposes\": %llu, \"nr_parks\": %llu, \"nr_wakeups\": %llu, "
+		 "\"nr_yields\": %llu, \"nr_yield_to\": %llu, \"nr_handoffs\": %llu, "
+		 "\"yield_path\": \"%s\"",
 		 (unsigned long long)st.nr_tasks, (unsigned long long)st.nr_steals,
 		 (unsigned long long)st.nr_steal_fails, (unsigned long long)st.nr_exposes,
-		 (unsigned long long)st.nr_parks, (unsigned long long)st.nr_wakeups);
+		 (unsigned long long)st.nr_parks, (unsigned long long)st.nr_wakeups,
+		 (unsigned long long)st.nr_yields, (unsigned long long)st.nr_yield_to,
+		 (unsigned long long)st.nr_handoffs, ws_yield_path_name(ws_pool_yield_path(pool)));
 }
 
 const struct bench_rt bench_wsched = {

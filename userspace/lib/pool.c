@@ -36,8 +36,10 @@
  * searching (low half) workers. A worker out of work becomes a searcher if
  * fewer than max_searching are (else it parks at once), steals from random
  * victims (cache-sharing ones first when pinned), then the public queue; it
- * spins with pause between rounds for spin_ns, then calls sched_yield()
- * between rounds (Arora, Blumofe & Plaxton) for yield_ns, then parks.
+ * spins with pause between rounds for spin_ns, then yields between rounds
+ * (Arora, Blumofe & Plaxton) for yield_ns, then parks. A yield is directed
+ * (yield_internal.h) at a worker that holds unshared work it was asked for
+ * while it is not running, when the pool has a directed-yield path.
  * Parking is a two-phase event (prepare, re-check, commit): under the sleep
  * lock the worker pushes itself on the sleeper list and turns "searching"
  * into "sleeping" with one seq_cst RMW on the idle word; then it re-checks
@@ -78,6 +80,7 @@
 
 #include "wsched/pool.h"
 #include "atomic_internal.h"
+#include "yield_internal.h"
 
 #define WS_DEFAULT_SPIN_NS	50000ull
 #define WS_DEFAULT_YIELD_NS	200000ull
@@ -99,6 +102,11 @@ struct ws_worker {
 	bool started;
 	int cpu;			/* pinned CPU or -1 */
 	_Atomic int cpu_hint;		/* CPU it last looked for work on */
+	/* For directed yields (relaxed: hints only, a stale value costs one
+	 * useless yield): its thread id once started (0 before), and whether
+	 * it is looking for work rather than running tasks. */
+	_Atomic pid_t os_tid;
+	_Atomic bool idle;
 	uint64_t rng;
 	/* Sleep: the futex word and the sleeper list link. */
 	WS_CACHE_ALIGNED _Atomic uint32_t parked;
@@ -111,6 +119,9 @@ struct ws_worker {
 	_Atomic uint64_t nr_parks;
 	_Atomic uint64_t nr_wakeups;
 	_Atomic uint64_t nr_exposes;
+	_Atomic uint64_t nr_yields;
+	_Atomic uint64_t nr_yield_to;
+	_Atomic uint64_t nr_handoffs;
 };
 
 struct ws_pool {
@@ -119,6 +130,7 @@ struct ws_pool {
 	uint64_t spin_ns, yield_ns;
 	unsigned max_searching;
 	bool no_spin;
+	struct ws_yielder yield;	/* read-only once workers run */
 	size_t stack_size;
 	/* sleeping << 32 | searching; __atomic builtins */
 	WS_CACHE_ALIGNED uint64_t idle;
@@ -460,10 +472,53 @@ static void run_job(struct ws_worker *w, struct ws_job *j)
 		futex_wake(&j->_state, INT_MAX);	/* address only: safe if freed */
 }
 
-/* Pause between failed rounds: spin (time-calibrated), then yield. Returns
- * false once the spin and yield budgets are used up. */
-static bool backoff(struct ws_pool *p, uint64_t start)
+/* Give the CPU away, towards @target when it is set and started. */
+static void yield_towards(struct ws_worker *w, struct ws_worker *target)
 {
+	pid_t tid = target ? atomic_load_explicit(&target->os_tid, memory_order_relaxed) : 0;
+
+	count(&w->nr_yields);
+	if (tid > 0 && w->pool->yield.path != WS_YIELD_PLAIN) {
+		count(&w->nr_yield_to);
+		if (ws_yielder_yield_to(&w->pool->yield, tid))
+			count(&w->nr_handoffs);
+		return;
+	}
+	sched_yield();
+}
+
+/*
+ * The worker a yielding thief should give its CPU to: one that is running
+ * tasks (not idle) and has not answered a split request, i.e. has private
+ * tasks it did not share since a thief asked. That is what a preempted
+ * worker with work looks like (one busy in a long leaf looks the same; the
+ * kernel then declines the directed yield, as the target is running, and
+ * the call falls back to a plain yield). Random start, one pass.
+ */
+static struct ws_worker *stalled_victim(struct ws_worker *w)
+{
+	struct ws_pool *p = w->pool;
+	unsigned n = p->nr, start, k;
+
+	if (n < 2 || p->yield.path == WS_YIELD_PLAIN)
+		return NULL;
+	start = rnd(w, n);
+	for (k = 0; k < n; k++) {
+		struct ws_worker *v = p->w[(start + k) % n];
+
+		if (v != w && !atomic_load_explicit(&v->idle, memory_order_relaxed) &&
+		    (__atomic_load_n(&v->d.req, __ATOMIC_RELAXED) & _WS_REQ_SPLIT))
+			return v;
+	}
+	return NULL;
+}
+
+/* Pause between failed rounds: spin (time-calibrated), then yield (towards
+ * a stalled victim when there is one). Returns false once the spin and
+ * yield budgets are used up. */
+static bool backoff(struct ws_worker *w, uint64_t start)
+{
+	struct ws_pool *p = w->pool;
 	uint64_t el = now_ns() - start;
 	int i;
 
@@ -473,7 +528,7 @@ static bool backoff(struct ws_pool *p, uint64_t start)
 		return true;
 	}
 	if (el < p->spin_ns + p->yield_ns) {
-		sched_yield();
+		yield_towards(w, stalled_victim(w));
 		return true;
 	}
 	return false;
@@ -509,7 +564,7 @@ static int find_work(struct ws_worker *w, struct ws_task **tp, struct ws_job **j
 					leave_searching(p, false);
 					return FOUND_NONE;
 				}
-				if (p->no_spin || !backoff(p, start))
+				if (p->no_spin || !backoff(w, start))
 					break;
 			}
 		} else if (atomic_load_explicit(&p->stop, memory_order_acquire) &&
@@ -541,7 +596,13 @@ static void *worker_main(void *arg)
 	int r;
 
 	pin_self(w);
-	while ((r = find_work(w, &t, &j)) != FOUND_NONE) {
+	atomic_store_explicit(&w->os_tid, ws_gettid(), memory_order_relaxed);
+	for (;;) {
+		atomic_store_explicit(&w->idle, true, memory_order_relaxed);
+		r = find_work(w, &t, &j);
+		atomic_store_explicit(&w->idle, false, memory_order_relaxed);
+		if (r == FOUND_NONE)
+			break;
 		if (r == FOUND_TASK)
 			run_stolen(w, t);
 		else
@@ -606,9 +667,10 @@ int _ws_group_trampoline(struct ws_worker *w, void *arg)
 }
 
 /* Wait for a stolen task, running other tasks meanwhile (leapfrogging:
- * first from the thief that took it). With nothing to run, spin, then yield,
- * then sleep on the frame until the thief wakes us: a yielding waiter would
- * take CPU time from that very thief when CPUs are oversubscribed. */
+ * first from the thief that took it). With nothing to run, spin, then yield
+ * (towards that thief: if it was preempted, it gets our CPU), then sleep on
+ * the frame until the thief wakes us: a yielding waiter would take CPU time
+ * from that very thief when CPUs are oversubscribed. */
 static void wait_stolen(struct ws_worker *w, struct ws_task *t)
 {
 	struct ws_pool *p = w->pool;
@@ -631,7 +693,9 @@ static void wait_stolen(struct ws_worker *w, struct ws_task *t)
 			for (int i = 0; i < 32; i++)
 				ws_cpu_relax();
 		} else if (el < p->spin_ns + p->yield_ns) {
-			sched_yield();
+			unsigned th = __atomic_load_n(&t->_thief, __ATOMIC_RELAXED);
+
+			yield_towards(w, th < p->nr && th != w->idx ? p->w[th] : NULL);
 		} else if (__atomic_compare_exchange_n(&t->_done, &z, TASK_SLEEPER, false,
 						       __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE) ||
 			   z == TASK_SLEEPER) {
@@ -799,7 +863,7 @@ int ws_job_wait(struct ws_job *job)
 			} else if ((el = now_ns() - start) < p->spin_ns) {
 				ws_cpu_relax();
 			} else if (el < p->spin_ns + p->yield_ns) {
-				sched_yield();
+				yield_towards(w, NULL);
 			} else {
 				break;
 			}
@@ -883,6 +947,7 @@ static void free_pool(struct ws_pool *p)
 		free(p->w);
 	}
 	free(p->cache_of);
+	ws_yielder_close(&p->yield);
 	pthread_mutex_destroy(&p->sleep_lock);
 	pthread_mutex_destroy(&p->q_lock);
 	free(p);
@@ -935,6 +1000,12 @@ int ws_pool_create(struct ws_pool **out, const struct ws_pool_attr *attr)
 	memset(p, 0, sizeof(*p));
 	pthread_mutex_init(&p->sleep_lock, NULL);
 	pthread_mutex_init(&p->q_lock, NULL);
+	err = ws_yielder_open(&p->yield, a.yield_path);
+	if (err) {
+		p->yield.fd = -1;
+		free_pool(p);
+		return err;
+	}
 	p->nr = a.nr_workers;
 	p->spin_ns = a.spin_ns ? a.spin_ns : WS_DEFAULT_SPIN_NS;
 	p->yield_ns = a.yield_ns ? a.yield_ns : WS_DEFAULT_YIELD_NS;
@@ -1041,6 +1112,9 @@ int ws_pool_get_stats(const struct ws_pool *p, unsigned idx, struct ws_worker_st
 	st->nr_parks = atomic_load_explicit(&w->nr_parks, memory_order_relaxed);
 	st->nr_wakeups = atomic_load_explicit(&w->nr_wakeups, memory_order_relaxed);
 	st->nr_exposes = atomic_load_explicit(&w->nr_exposes, memory_order_relaxed);
+	st->nr_yields = atomic_load_explicit(&w->nr_yields, memory_order_relaxed);
+	st->nr_yield_to = atomic_load_explicit(&w->nr_yield_to, memory_order_relaxed);
+	st->nr_handoffs = atomic_load_explicit(&w->nr_handoffs, memory_order_relaxed);
 	return 0;
 }
 
@@ -1059,7 +1133,30 @@ void ws_pool_sum_stats(const struct ws_pool *p, struct ws_worker_stats *sum)
 		sum->nr_parks += st.nr_parks;
 		sum->nr_wakeups += st.nr_wakeups;
 		sum->nr_exposes += st.nr_exposes;
+		sum->nr_yields += st.nr_yields;
+		sum->nr_yield_to += st.nr_yield_to;
+		sum->nr_handoffs += st.nr_handoffs;
 	}
+}
+
+enum ws_yield_path ws_pool_yield_path(const struct ws_pool *p)
+{
+	return p->yield.path;
+}
+
+const char *ws_yield_path_name(enum ws_yield_path path)
+{
+	switch (path) {
+	case WS_YIELD_PLAIN:
+		return "plain";
+	case WS_YIELD_HINT:
+		return "hint";
+	case WS_YIELD_MODULE:
+		return "module";
+	case WS_YIELD_AUTO:
+		break;
+	}
+	return "?";
 }
 
 unsigned ws_worker_index(const struct ws_worker *w)

@@ -935,6 +935,81 @@ TEST(bad_arguments_are_rejected)
 	ASSERT_EQ(0, ws_pool_destroy(p));
 }
 
+/* The yield path: the best available by default, a named one or -ENODEV. */
+TEST(yield_path_is_chosen_and_reported)
+{
+	bool dev = access("/dev/wsched", R_OK | W_OK) == 0;
+	struct ws_pool_attr a;
+	struct ws_pool *p = NULL;
+
+	EXPECT_STREQ("plain", ws_yield_path_name(WS_YIELD_PLAIN));
+	EXPECT_STREQ("hint", ws_yield_path_name(WS_YIELD_HINT));
+	EXPECT_STREQ("module", ws_yield_path_name(WS_YIELD_MODULE));
+	EXPECT_STREQ("?", ws_yield_path_name((enum ws_yield_path)42));
+
+	p = mkpool(2, false);
+	ASSERT_NE(NULL, p);
+	if (!dev)
+		EXPECT_NE(WS_YIELD_MODULE, ws_pool_yield_path(p));
+	EXPECT_NE(WS_YIELD_AUTO, ws_pool_yield_path(p));
+	TH_LOG("default yield path: %s", ws_yield_path_name(ws_pool_yield_path(p)));
+	ASSERT_EQ(0, ws_pool_destroy(p));
+
+	ws_pool_attr_init(&a);
+	a.nr_workers = 2;
+	a.yield_path = WS_YIELD_PLAIN;
+	ASSERT_EQ(0, ws_pool_create(&p, &a));
+	EXPECT_EQ(WS_YIELD_PLAIN, ws_pool_yield_path(p));
+	ASSERT_EQ(0, ws_pool_destroy(p));
+
+	p = NULL;
+	a.yield_path = WS_YIELD_MODULE;
+	if (!dev) {
+		EXPECT_EQ(-ENODEV, ws_pool_create(&p, &a));
+		EXPECT_EQ(NULL, p);
+	}
+	a.yield_path = (enum ws_yield_path)42;
+	EXPECT_EQ(-EINVAL, ws_pool_create(&p, &a));
+	EXPECT_EQ(NULL, p);
+}
+
+/* Three workers pinned to one CPU, spinning 1 us: the idle ones yield; with
+ * the plain path none of those yields is directed, and fib is still right. */
+TEST(oversubscribed_plain_yields)
+{
+	cpu_set_t old, one;
+	struct ws_pool_attr a;
+	struct ws_pool *p = NULL;
+	struct ws_worker_stats st;
+	struct fib f = { 30, -1 };
+	int c;
+
+	ASSERT_EQ(0, sched_getaffinity(0, sizeof(old), &old));
+	for (c = 0; c < CPU_SETSIZE && !CPU_ISSET(c, &old); c++)
+		;
+	CPU_ZERO(&one);
+	CPU_SET(c, &one);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(one), &one));
+	ws_pool_attr_init(&a);
+	a.nr_workers = 3;
+	a.pin = true;
+	a.spin_ns = 1000;
+	a.yield_ns = 1000000000;
+	a.yield_path = WS_YIELD_PLAIN;
+	c = ws_pool_create(&p, &a);
+	sched_setaffinity(0, sizeof(old), &old);
+	ASSERT_EQ(0, c);
+	ASSERT_EQ(0, ws_pool_run(p, fib_task, &f));
+	EXPECT_EQ(fib_serial(30), f.r);
+	ws_pool_sum_stats(p, &st);
+	TH_LOG("yields %llu, directed %llu, handoffs %llu", (unsigned long long)st.nr_yields,
+	       (unsigned long long)st.nr_yield_to, (unsigned long long)st.nr_handoffs);
+	EXPECT_GT(st.nr_yields, 0);
+	EXPECT_EQ(0, st.nr_yield_to);
+	EXPECT_EQ(0, st.nr_handoffs);
+	ASSERT_EQ(0, ws_pool_destroy(p));
+}
+
 /* An idle pool sleeps: under 1% of a CPU once its spin/yield phase is over. */
 TEST(idle_pool_uses_under_1pct_cpu)
 {

@@ -41,6 +41,20 @@ extern "C" {
 
 struct ws_pool;
 
+/*
+ * How an idle worker gives its CPU away when it would help a thread that is
+ * not running: a thief facing a worker that holds work but has not shared
+ * it (preempted, most likely), or a worker waiting for the thief of its
+ * task. A directed yield hands the CPU to that very thread.
+ */
+enum ws_yield_path {
+	WS_YIELD_AUTO = 0,	/* attr only: the best one available */
+	WS_YIELD_PLAIN,		/* sched_yield(): the scheduler picks */
+	WS_YIELD_HINT,		/* name the target in the thread's hint slot,
+				 * then sched_yield(); scx_wsched hands over */
+	WS_YIELD_MODULE,	/* WSCHED_IOC_YIELD_TO on /dev/wsched (wsched.ko) */
+};
+
 /* Pool attributes. Start from ws_pool_attr_init(); 0 means "default". */
 struct ws_pool_attr {
 	unsigned nr_workers;	/* default: CPUs in the caller's affinity mask */
@@ -57,6 +71,9 @@ struct ws_pool_attr {
 				 * mask (round robin); enables cache-aware
 				 * victim choice. Default false. */
 	bool no_spin;		/* park as soon as a steal round fails (tests) */
+	enum ws_yield_path yield_path;	/* default WS_YIELD_AUTO: module, else
+				 * hint, else plain. Naming one that is not
+				 * available fails ws_pool_create (-ENODEV). */
 };
 
 /* Per-worker counters (monotonic; read with relaxed loads). */
@@ -68,6 +85,9 @@ struct ws_worker_stats {
 	uint64_t nr_parks;	/* times the worker slept on its futex */
 	uint64_t nr_wakeups;	/* times another thread woke it */
 	uint64_t nr_exposes;	/* times it shared private tasks on request */
+	uint64_t nr_yields;	/* times it gave its CPU away while idle */
+	uint64_t nr_yield_to;	/* ... of which directed at one thread */
+	uint64_t nr_handoffs;	/* ... of which the kernel handed the CPU over */
 };
 
 /*
@@ -84,7 +104,7 @@ struct ws_job {
 
 void ws_pool_attr_init(struct ws_pool_attr *attr);
 
-/* Create a pool (attr may be NULL). 0, -EINVAL, -ENOMEM or -EAGAIN. */
+/* Create a pool (attr may be NULL). 0, -EINVAL, -ENOMEM, -EAGAIN or -ENODEV. */
 int ws_pool_create(struct ws_pool **pool, const struct ws_pool_attr *attr);
 
 /*
@@ -97,6 +117,11 @@ int ws_pool_create(struct ws_pool **pool, const struct ws_pool_attr *attr);
 int ws_pool_destroy(struct ws_pool *pool);
 
 unsigned ws_pool_nr_workers(const struct ws_pool *pool);
+
+/* The yield path the pool uses (never WS_YIELD_AUTO), and a name for it:
+ * "plain", "hint", "module" ("?" for other values). */
+enum ws_yield_path ws_pool_yield_path(const struct ws_pool *pool);
+const char *ws_yield_path_name(enum ws_yield_path path);
 
 /*
  * Queue @fn(@arg) at the tail of the pool's FIFO public queue; @group may be

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libwsched's directed yield through wsched.ko (issue 6, library part).
+ *
+ * With /dev/wsched present a pool picks the module path by default and
+ * reports it. Three workers pinned to one CPU run fib: the idle ones, past
+ * their 1 us spin, yield towards the worker that holds unshared work (it
+ * has a split request pending and is not looking for work), and the kernel
+ * hands the CPU over at least sometimes (EEVDF: yield_to() makes it the
+ * next pick). Without the module the same pool yields plainly and none of
+ * its yields is directed. A destroyed pool leaves no reference to the
+ * module behind (it unloads).
+ */
+#include "kselftest_harness.h"
+#include "kmod_util.h"
+#include "wsched/pool.h"
+
+KMOD_UNLOAD_AT_EXIT
+
+#define CPU	1	/* not CPU 0, where the test runner and kworkers tend to be */
+
+struct fib {
+	int n;
+	long r;
+};
+
+static int fib_task(struct ws_worker *w, void *arg)
+{
+	struct fib *f = arg, a = { f->n - 1, 0 }, b = { f->n - 2, 0 };
+	struct ws_task t;
+
+	if (f->n < 2) {
+		f->r = f->n;
+		return 0;
+	}
+	ws_spawn(w, &t, fib_task, &a);
+	fib_task(w, &b);
+	ws_sync(w, &t);
+	f->r = a.r + b.r;
+	return 0;
+}
+
+static long fib_ref(int n)
+{
+	long a = 0, b = 1, t;
+
+	while (n-- > 0) {
+		t = a + b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* Three workers pinned to CPU (the test thread's affinity at create time),
+ * short spin, long yield phase; fib(n) on them; the summed stats. */
+static int run_pinned(enum ws_yield_path path, int n, struct ws_worker_stats *st,
+		      enum ws_yield_path *used, long *result)
+{
+	cpu_set_t old;
+	struct ws_pool_attr a;
+	struct ws_pool *p = NULL;
+	struct fib f = { n, -1 };
+	int err;
+
+	if (sched_getaffinity(0, sizeof(old), &old))
+		return -errno;
+	err = kmod_pin(CPU);
+	if (err)
+		return err;
+	ws_pool_attr_init(&a);
+	a.nr_workers = 3;
+	a.pin = true;
+	a.spin_ns = 1000;
+	a.yield_ns = 1000000000;
+	a.yield_path = path;
+	err = ws_pool_create(&p, &a);
+	sched_setaffinity(0, sizeof(old), &old);
+	if (err)
+		return err;
+	*used = ws_pool_yield_path(p);
+	err = ws_pool_run(p, fib_task, &f);
+	ws_pool_sum_stats(p, st);
+	*result = f.r;
+	ws_pool_destroy(p);
+	return err;
+}
+
+TEST(module_path_directs_yields_at_the_stalled_worker)
+{
+	struct ws_worker_stats st;
+	enum ws_yield_path used;
+	long r, calls0, ho0;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) <= CPU)
+		SKIP(return, "needs CPU %d", CPU);
+	ASSERT_EQ(0, kmod_ensure_loaded());
+	calls0 = kmod_stat("nr_calls");
+	ho0 = kmod_stat("nr_handoffs");
+	ASSERT_EQ(0, run_pinned(WS_YIELD_AUTO, 30, &st, &used, &r));
+	EXPECT_EQ(fib_ref(30), r);
+	EXPECT_EQ(WS_YIELD_MODULE, used);
+	TH_LOG("path %s: yields %llu, directed %llu, handed over %llu; module calls +%lld, "
+	       "handoffs +%lld", ws_yield_path_name(used), (unsigned long long)st.nr_yields,
+	       (unsigned long long)st.nr_yield_to, (unsigned long long)st.nr_handoffs,
+	       kmod_stat("nr_calls") - calls0, kmod_stat("nr_handoffs") - ho0);
+	EXPECT_GT(st.nr_yield_to, 0);
+	EXPECT_GT(st.nr_handoffs, 0);
+	EXPECT_LE(st.nr_handoffs, st.nr_yield_to);
+	EXPECT_LE(st.nr_yield_to, st.nr_yields);
+	/* every directed yield went through the module */
+	EXPECT_GE(kmod_stat("nr_calls") - calls0, (long long)st.nr_yield_to);
+	EXPECT_GE(kmod_stat("nr_handoffs") - ho0, (long long)st.nr_handoffs);
+	/* the pool closed /dev/wsched: nothing keeps the module */
+	EXPECT_EQ(0, kmod_ensure_unloaded());
+}
+
+TEST(without_the_module_yields_are_plain)
+{
+	struct ws_worker_stats st;
+	enum ws_yield_path used;
+	struct ws_pool_attr a;
+	struct ws_pool *p = NULL;
+	long r;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) <= CPU)
+		SKIP(return, "needs CPU %d", CPU);
+	ASSERT_EQ(0, kmod_ensure_unloaded());
+	ws_pool_attr_init(&a);
+	a.yield_path = WS_YIELD_MODULE;
+	EXPECT_EQ(-ENODEV, ws_pool_create(&p, &a));
+	ASSERT_EQ(0, run_pinned(WS_YIELD_AUTO, 30, &st, &used, &r));
+	EXPECT_EQ(fib_ref(30), r);
+	EXPECT_NE(WS_YIELD_MODULE, used);
+	TH_LOG("path %s: yields %llu, directed %llu", ws_yield_path_name(used),
+	       (unsigned long long)st.nr_yields, (unsigned long long)st.nr_yield_to);
+	if (used == WS_YIELD_PLAIN)
+		EXPECT_EQ(0, st.nr_yield_to);
+	EXPECT_EQ(0, st.nr_handoffs);
+}
+
+TEST_HARNESS_MAIN
