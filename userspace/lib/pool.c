@@ -642,6 +642,18 @@ void _ws_spawn_slow(struct ws_worker *w)
 	 * later spawn. */
 	uint32_t r = __atomic_exchange_n(&w->d.req, 0, __ATOMIC_RELAXED);
 
+	/* A wake hint while somebody sleeps and nobody searches: the worker
+	 * maybe_wake is about to wake will look for work, so share now; its
+	 * own request would be answered only at our next spawn or sync, which
+	 * in coarse-grained code (a parallel_for leaf) comes a whole leaf
+	 * later. Relaxed: a stale idle word only shares too early or too late,
+	 * maybe_wake's seq_cst load decides the wakeup. */
+	if ((r & (_WS_REQ_WAKE | _WS_REQ_SPLIT)) == _WS_REQ_WAKE) {
+		uint64_t v = __atomic_load_n(&w->pool->idle, __ATOMIC_RELAXED);
+
+		if (IDLE_SLEEPING(v) && !IDLE_SEARCHING(v))
+			r |= _WS_REQ_SPLIT;
+	}
 	if (r & _WS_REQ_SPLIT)
 		expose(w);	/* then maybe_wake: the producer's handshake */
 	if (r & (_WS_REQ_SPLIT | _WS_REQ_WAKE))
