@@ -49,12 +49,16 @@
  *   by (1 + waiting tasks) when it is not, down to 1/8 of the base slice
  *   (nr_short_slices); ops.tick() also cuts the running task's slice to that
  *   floor when tasks are waiting behind it, and kicks an idle thief.
+ * - Yield: sched_yield() gives the slice up (as without ops.yield);
+ *   yield_to(to) runs @to next on the yielder's CPU when it waits on a
+ *   deque and may run there, else moves it to the front of its own CPU;
+ *   see wsched_yield().
  *
  * What it deliberately does not do
  * --------------------------------
  * No cgroup weights (cgroups work, their cpu.weight is ignored), no
  * preemption of a running task by a waking one (kicks use SCX_KICK_IDLE
- * only), no NUMA awareness beyond LLCs, no handling of CPU hotplug inside
+ * except a directed yield's boost), no NUMA awareness beyond LLCs, no handling of CPU hotplug inside
  * BPF: without ops.cpu_online/offline the kernel ejects the scheduler with a
  * restart request on hotplug and the loader loads it again.
  *
@@ -93,8 +97,10 @@
 #undef SCX_DSQ_LOCAL
 #undef SCX_KICK_IDLE
 #undef SCX_TASK_QUEUED
+#undef SCX_KICK_PREEMPT
 #define WS_DSQ_LOCAL	bpf_core_enum_value(enum scx_dsq_id_flags, SCX_DSQ_LOCAL)
 #define WS_KICK_IDLE	bpf_core_enum_value(enum scx_kick_flags, SCX_KICK_IDLE)
+#define WS_KICK_PREEMPT	bpf_core_enum_value(enum scx_kick_flags, SCX_KICK_PREEMPT)
 #define WS_TASK_QUEUED	bpf_core_enum_value(enum scx_ent_flags, SCX_TASK_QUEUED)
 
 char _license[] SEC("license") = "GPL";
@@ -102,6 +108,7 @@ char _license[] SEC("license") = "GPL";
 #define STEAL_SWEEP_MAX		16
 #define LAG_SLICES		16	/* max vtime lag of any task, in base slices */
 #define CPU_MASK		(WSCHED_MAX_CPUS - 1)
+#define YIELD_SCAN_MAX		256	/* deque entries searched for a yield target */
 
 /* Tunables and topology, written by the loader before load. */
 const volatile u64 slice_ns = WSCHED_SLICE_US_DFL * 1000ULL;
@@ -121,6 +128,19 @@ static u32 steal_hint[WSCHED_MAX_CPUS];	/* victim CPU + 1 left by a kicker, 0: n
  * CPUs for nothing.
  */
 static u8 unstealable[WSCHED_MAX_CPUS];
+
+/*
+ * Directed yields: the task a CPU's next dispatch runs first, left by
+ * ops.yield (pid 0: none), the deque it was queued on, and whether it was
+ * a boost on its own CPU (it may not run on the yielder's).
+ */
+struct yield_target {
+	u32 pid;
+	u32 dsq;
+	u32 boost;
+	u32 pad;
+};
+static struct yield_target yield_target[WSCHED_MAX_CPUS];
 
 UEI_DEFINE(uei);
 
@@ -344,6 +364,55 @@ static __always_inline void kick_thief(struct task_struct *p, s32 victim)
 	STAT_INC(nr_kicks);
 }
 
+/*
+ * May @p be moved to @cpu's local DSQ? The kernel ejects the scheduler for a
+ * move that breaks affinity or moves a migration-disabled task, so check
+ * both (@p is never the current task here, so migration_disabled is exact).
+ */
+static __always_inline bool may_run_on(struct task_struct *p, s32 cpu)
+{
+	if (scx_bpf_task_cpu(p) == cpu)
+		return true;
+	if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		return false;
+	return !is_migration_disabled(p);
+}
+
+/*
+ * A yield_to() on this CPU, or a boost from another CPU, left a target:
+ * move it from its deque to this CPU's local DSQ so it runs next. A target
+ * that is gone (it ran, was stolen, went to sleep) leaves the dispatch to
+ * the normal path.
+ */
+static __always_inline bool dispatch_yield_target(s32 cpu)
+{
+	struct yield_target *yt = &yield_target[cpu & CPU_MASK];
+	struct task_struct *p;
+	u32 pid = yt->pid, dsq = yt->dsq, boost = yt->boost, n = 0;
+
+	if (!pid)
+		return false;
+	yt->pid = 0;
+	if (dsq >= nr_cpus)
+		return false;
+	bpf_for_each(scx_dsq, p, dsq, 0) {
+		if (++n > YIELD_SCAN_MAX)
+			break;
+		if (p->pid != pid)
+			continue;
+		if (!may_run_on(p, cpu))
+			break;
+		if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, WS_DSQ_LOCAL, 0))
+			break;
+		if (boost)
+			STAT_INC(nr_yield_to_boost);
+		else
+			STAT_INC(nr_yield_to_handoff);
+		return true;
+	}
+	return false;
+}
+
 s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	bool is_idle = false;
@@ -392,6 +461,9 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 void BPF_STRUCT_OPS(wsched_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct task_struct *head;
+
+	if (dispatch_yield_target(cpu))
+		return;
 
 	if (prev && (prev->scx.flags & WS_TASK_QUEUED)) {
 		/*
@@ -455,6 +527,74 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
 		scx_bpf_kick_cpu(thief, WS_KICK_IDLE);
 		STAT_INC(nr_kicks);
 	}
+}
+
+/*
+ * sched_yield() (@to NULL): give the slice up, what the kernel does for a
+ * scheduler without ops.yield; dispatch then lets @from compete with the
+ * deque's head by vtime as at the end of any slice.
+ *
+ * yield_to() (@to set; the kernel holds both runqueue locks and has checked
+ * that @to is runnable, not running, and ours): if @to waits on one of our
+ * deques and may run on this CPU, this CPU's next dispatch moves it here
+ * (nr_yield_to_handoff); if its affinity or a migrate_disable() keeps it
+ * off this CPU, its own CPU is kicked and moves it to the front there
+ * (nr_yield_to_boost); if it already sits on a local DSQ it is next there
+ * anyway (another CPU's is kicked). Either way @from gives its slice up and
+ * its vtime goes to at least @to's, so it queues behind @to. Returning
+ * true tells yield_to() the request is implemented and it reschedules; a
+ * target we cannot reach (in flight between DSQs, on the global fallback
+ * DSQ) is declined with false and nothing changes.
+ */
+bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *to)
+{
+	struct scx_dispatch_q *dsq;
+	struct yield_target *yt;
+	s32 cpu, tcpu;
+	u64 dsq_id;
+
+	if (!to) {
+		scx_bpf_task_set_slice(from, 0);
+		return false;
+	}
+	STAT_INC(nr_yield_to);
+
+	cpu = bpf_get_smp_processor_id();
+	tcpu = scx_bpf_task_cpu(to);
+	if (tcpu < 0 || (u32)tcpu >= nr_cpus)
+		return false;
+	dsq = to->scx.dsq;
+	if (!dsq)
+		return false;
+	dsq_id = BPF_CORE_READ(dsq, id);
+
+	if (dsq_id < nr_cpus) {
+		if (may_run_on(to, cpu)) {
+			yt = &yield_target[cpu & CPU_MASK];
+			yt->boost = 0;
+		} else {
+			yt = &yield_target[tcpu & CPU_MASK];
+			yt->boost = 1;
+		}
+		yt->dsq = dsq_id;
+		yt->pid = to->pid;
+		if (yt->boost) {
+			scx_bpf_kick_cpu(tcpu, WS_KICK_PREEMPT);
+			STAT_INC(nr_kicks);
+		}
+	} else if (dsq_id == WS_DSQ_LOCAL) {
+		if (tcpu != cpu) {
+			scx_bpf_kick_cpu(tcpu, WS_KICK_PREEMPT);
+			STAT_INC(nr_kicks);
+		}
+	} else {
+		return false;
+	}
+
+	if (time_before(from->scx.dsq_vtime, to->scx.dsq_vtime))
+		scx_bpf_task_set_dsq_vtime(from, to->scx.dsq_vtime);
+	scx_bpf_task_set_slice(from, 0);
+	return true;
 }
 
 /* A waking task keeps at most one base slice of credit. */
@@ -529,6 +669,7 @@ SCX_OPS_DEFINE(wsched_ops,
 	       .enqueue		= (void *)wsched_enqueue,
 	       .dispatch	= (void *)wsched_dispatch,
 	       .tick		= (void *)wsched_tick,
+	       .yield		= (void *)wsched_yield,
 	       .runnable	= (void *)wsched_runnable,
 	       .running		= (void *)wsched_running,
 	       .stopping	= (void *)wsched_stopping,

@@ -11,7 +11,7 @@
 #endif
 
 #define WSCHED_VERSION		"0.1.0"
-#define WSCHED_STATS_VERSION	1
+#define WSCHED_STATS_VERSION	2
 
 /* Array bounds for the topology tables the loader fills in (rodata). */
 #define WSCHED_MAX_CPUS		512	/* power of two: indices are masked */
@@ -39,6 +39,9 @@ struct wsched_stats {
 	__u64 nr_keep_running;		/* nothing better to run: the previous task got a new slice */
 	__u64 nr_short_slices;		/* slices shortened because the target deque was loaded */
 	__u64 nr_dispatch_idle;		/* dispatch found nothing: the CPU goes idle */
+	__u64 nr_yield_to;		/* ops.yield() with a target (yield_to()) */
+	__u64 nr_yield_to_handoff;	/* ... the target was moved here and ran next */
+	__u64 nr_yield_to_boost;	/* ... the target could not run here: moved to the head of its own CPU */
 };
 
 #define WSCHED_NR_STATS (sizeof(struct wsched_stats) / sizeof(__u64))

@@ -19,6 +19,10 @@
  * so a spinner that just used its slice is passed over; the EEVDF case
  * logs the decoy rounds for Documentation/kmod.md but does not assert them.
  *
+ * Target elsewhere (scx_wsched only): the same rounds with target and decoy
+ * pinned to another CPU than the caller: the scheduler may not pull the
+ * target over, it boosts it on its own CPU (see that case).
+ *
  * The scx_wsched cases SKIP while build/bin/scx_wsched does not exist; the
  * directed case also SKIPs while the scheduler has no ops.yield (no
  * wsched_yield in build/bpf/scx_wsched.bpf.o): without it sched_ext declines
@@ -32,6 +36,7 @@
 
 #include "kselftest_harness.h"
 #include "kmod_util.h"
+#include "scx_wsched_util.h"
 
 KMOD_UNLOAD_AT_EXIT
 
@@ -43,6 +48,8 @@ enum { ID_NONE, ID_TARGET, ID_DECOY };
 struct arena {
 	atomic_int first;
 	atomic_int stop;
+	int spin_cpu;		/* where the spinners are pinned (CPU unless a case moves them) */
+	atomic_int off_cpu;	/* times a spinner found itself elsewhere */
 	atomic_int tid[3];
 	atomic_ulong spins[3];
 };
@@ -53,10 +60,13 @@ static void *spinner(void *arg)
 {
 	int id = (int)(long)arg;
 
-	kmod_pin(CPU);
+	kmod_pin(ar->spin_cpu);
 	atomic_store(&ar->tid[id], kmod_gettid());
 	while (!atomic_load_explicit(&ar->stop, memory_order_relaxed)) {
 		int none = ID_NONE;
+
+		if (sched_getcpu() != ar->spin_cpu)
+			atomic_fetch_add_explicit(&ar->off_cpu, 1, memory_order_relaxed);
 
 		if (atomic_load_explicit(&ar->first, memory_order_relaxed) == ID_NONE)
 			atomic_compare_exchange_strong(&ar->first, &none, id);
@@ -70,17 +80,19 @@ struct tally {
 };
 
 /*
- * ROUNDS calls of the caller (pinned to CPU with both spinners): a directed
- * yield with flags (fd >= 0) or sched_yield() (fd < 0). Returns -errno of the first
- * failed call, else 0.
+ * ROUNDS calls of the caller (pinned to CPU, the spinners to spin_cpu): a
+ * directed yield with flags (fd >= 0) or sched_yield() (fd < 0), each
+ * followed by a sleep of gap_us (0: none) before "first" is read. Returns
+ * -errno of the first failed call, else 0.
  */
-static int run_rounds(int fd, uint32_t flags, struct tally *t)
+static int run_rounds_on(int fd, uint32_t flags, int spin_cpu, int gap_us, struct tally *t)
 {
 	pthread_t th[3];
 	int i, ret = 0;
 
 	memset(t, 0, sizeof(*t));
 	memset(ar, 0, sizeof(*ar));
+	ar->spin_cpu = spin_cpu;
 	kmod_pin(CPU);
 	for (i = ID_TARGET; i <= ID_DECOY; i++)
 		pthread_create(&th[i], NULL, spinner, (void *)(long)i);
@@ -101,6 +113,8 @@ static int run_rounds(int fd, uint32_t flags, struct tally *t)
 			sched_yield();
 		}
 		t->calls++;
+		if (gap_us)
+			usleep(gap_us);
 		first = atomic_load(&ar->first);
 		if (first == ID_TARGET)
 			t->target_first++;
@@ -113,6 +127,11 @@ static int run_rounds(int fd, uint32_t flags, struct tally *t)
 	for (i = ID_TARGET; i <= ID_DECOY; i++)
 		pthread_join(th[i], NULL);
 	return ret < 0 ? ret : 0;
+}
+
+static int run_rounds(int fd, uint32_t flags, struct tally *t)
+{
+	return run_rounds_on(fd, flags, CPU, 0, t);
 }
 
 #define TURNS	400
@@ -309,7 +328,8 @@ static const char *scx_start(FIXTURE_DATA(sched) *self, bool need_yield)
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
-		execl(bin, bin, (char *)NULL);
+		/* The counters are printed once more, as JSON, when it exits. */
+		execl(bin, bin, "--stats", "3600", "--json", (char *)NULL);
 		_exit(127);
 	}
 	for (i = 0; i < 300; i++) {
@@ -416,6 +436,7 @@ TEST_F_TIMEOUT(sched, scx_wsched_ioctl_safe, 120)
 TEST_F_TIMEOUT(sched, scx_wsched_directed_yield, 120)
 {
 	const char *why = scx_start(self, true);
+	long long k0 = kmod_stat("nr_yield_to"), yt, handoff;
 	struct pingpong pp;
 	char state[64];
 	struct tally y, s;
@@ -435,6 +456,74 @@ TEST_F_TIMEOUT(sched, scx_wsched_directed_yield, 120)
 	ASSERT_EQ(0, read_state(state, sizeof(state)));
 	EXPECT_STREQ("enabled", state) TH_LOG("the scheduler was ejected; see %s", self->log);
 	EXPECT_EQ(0, scx_stop(self)) TH_LOG("scx_wsched exit status; see %s", self->log);
+
+	/*
+	 * The scheduler's own account: every directed call it saw came from
+	 * this test's ioctls, and (nearly) every call the module reported
+	 * as handed over is one where ops.yield's target was moved to the
+	 * caller's CPU and run next (all threads share one CPU: no boosts).
+	 */
+	yt = ws_json_last(self->log, "nr_yield_to");
+	handoff = ws_json_last(self->log, "nr_yield_to_handoff");
+	TH_LOG("scx_wsched: nr_yield_to %lld, nr_yield_to_handoff %lld, nr_yield_to_boost %lld; "
+	       "module: %lld yield_to calls, %ld + %d handed over",
+	       yt, handoff, ws_json_last(self->log, "nr_yield_to_boost"),
+	       kmod_stat("nr_yield_to") - k0, atomic_load(&pp.handed_over_all), y.handed_over);
+	ASSERT_LE(0, handoff) TH_LOG("no final JSON counters in %s", self->log);
+	EXPECT_LE(yt, kmod_stat("nr_yield_to") - k0);
+	EXPECT_LE(handoff, yt);
+	EXPECT_LE((atomic_load(&pp.handed_over_all) + y.handed_over) * 9 / 10, handoff);
+	EXPECT_EQ(0, ws_json_last(self->log, "nr_yield_to_boost"));
+}
+
+/*
+ * The target may not run on the caller's CPU: target and decoy are pinned
+ * to CPU + 1, the caller alone on CPU. ops.yield must not pull the target
+ * over (the kernel would eject the scheduler for that move); it boosts the
+ * target on its own CPU instead. Whether the boost wins the race against
+ * the decoy's slice end is timing, so the case asserts what must hold: the
+ * scheduler stays loaded, the spinners never ran off their CPU, calls were
+ * accepted, boosts happened and no handoff to the caller's CPU did.
+ */
+TEST_F_TIMEOUT(sched, scx_wsched_yield_to_other_cpu, 120)
+{
+	const char *why = scx_start(self, true);
+	long long k0 = kmod_stat("nr_yield_to"), a0 = kmod_stat("nr_accepted");
+	long long d0 = kmod_stat("nr_declined"), l0 = kmod_stat("nr_alone");
+	long long yt, handoff, boost, accepted;
+	char state[64];
+	struct tally y;
+
+	if (why)
+		SKIP(return, "%s", why);
+	if (sysconf(_SC_NPROCESSORS_ONLN) <= CPU + 1)
+		SKIP(return, "needs CPU %d", CPU + 1);
+	/* A gap between calls, so that the target is often queued, not running. */
+	ASSERT_EQ(0, run_rounds_on(self->fd, 0, CPU + 1, 2000, &y));
+	accepted = kmod_stat("nr_accepted") - a0;
+	log_tally(_metadata, "YIELD_TO a target pinned elsewhere", &y);
+	TH_LOG("module: %lld accepted, %lld declined, %lld alone; spins: target %lu, decoy %lu",
+	       accepted, kmod_stat("nr_declined") - d0, kmod_stat("nr_alone") - l0,
+	       atomic_load(&ar->spins[ID_TARGET]), atomic_load(&ar->spins[ID_DECOY]));
+	EXPECT_EQ(ROUNDS, y.calls);
+	EXPECT_EQ(0, atomic_load(&ar->off_cpu));
+	ASSERT_EQ(0, read_state(state, sizeof(state)));
+	EXPECT_STREQ("enabled", state) TH_LOG("the scheduler was ejected; see %s", self->log);
+	EXPECT_EQ(0, scx_stop(self)) TH_LOG("scx_wsched exit status; see %s", self->log);
+
+	yt = ws_json_last(self->log, "nr_yield_to");
+	handoff = ws_json_last(self->log, "nr_yield_to_handoff");
+	boost = ws_json_last(self->log, "nr_yield_to_boost");
+	TH_LOG("scx_wsched: nr_yield_to %lld, handoff %lld, boost %lld; module: %lld calls, %lld accepted",
+	       yt, handoff, boost, kmod_stat("nr_yield_to") - k0, accepted);
+	ASSERT_LE(0, handoff) TH_LOG("no final JSON counters in %s", self->log);
+	EXPECT_LT(0, accepted);
+	EXPECT_LE(yt, kmod_stat("nr_yield_to") - k0);
+	EXPECT_EQ(0, handoff);
+	/* Seen: every call that reached ops.yield boosted (63 of 63, 74 of 74). */
+	EXPECT_LE(yt / 2, boost);
+	EXPECT_LT(0, boost);
+	EXPECT_LE(boost, yt);
 }
 
 TEST_HARNESS_MAIN
