@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: LGPL-2.1-only OR BSD-2-Clause */
+/*
+ * wsched/hint.h - the hint ABI shared by libwsched (writer), scx_wsched.bpf.c
+ * (reader) and the scx_wsched loader (which hands out the slot arrays).
+ * Documentation/abi.md is the specification; this header is its code form.
+ * Fixed-size types only: BPF, the loader and the library see one layout.
+ *
+ * Each registered process gets its own BPF array of WS_HINT_NR_SLOTS slots,
+ * mapped into its address space. A thread owns at most one slot, found by
+ * probing WS_HINT_PROBE consecutive indices from (tid % WS_HINT_NR_SLOTS).
+ * The scheduler reads the array of a task's process (found by the task's
+ * tgid, taken from the kernel) and accepts a slot only if owner_tid is the
+ * task's tid and abi_version is WS_HINT_ABI_VERSION. Every field is
+ * untrusted input to the scheduler.
+ */
+#ifndef WSCHED_HINT_H
+#define WSCHED_HINT_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#endif
+
+#define WS_HINT_ABI_VERSION	1u
+#define WS_HINT_NR_SLOTS	256u	/* per process; power of two */
+#define WS_HINT_SLOT_SIZE	64u
+#define WS_HINT_PROBE		8u	/* slots probed from tid % NR_SLOTS */
+#define WS_HINT_MAX_DEPTH	64u	/* cs_depth above this is malformed */
+#define WS_HINT_MAX_PROCS	1024u	/* registered processes at once */
+#define WS_HINT_SOCK_PATH	"/run/wsched/wsched.sock"
+
+/* ws_hint_slot.state */
+enum ws_hint_state {
+	WS_HINT_OTHER	= 0,	/* registered, not a pool worker, or unknown */
+	WS_HINT_WORKER	= 1,	/* a worker running a task */
+	WS_HINT_THIEF	= 2,	/* a worker searching for work to steal */
+	WS_HINT_PARKED	= 3,	/* a worker about to sleep or asleep */
+	WS_HINT_STATE_MAX = WS_HINT_PARKED,
+};
+
+/*
+ * One thread's slot. Written only by its owner thread (single writer),
+ * except owner_tid, which a registering thread claims with a CAS from 0.
+ * The scheduler only reads.
+ */
+struct ws_hint_slot {
+	__u32 abi_version;	/* WS_HINT_ABI_VERSION while registered, else 0 */
+	__u32 owner_tid;	/* kernel tid (gettid()) of the owner, 0: free */
+	__u32 state;		/* enum ws_hint_state */
+	__u32 cs_depth;		/* critical-section nesting depth, 0: outside */
+	__u64 cs_count;		/* critical sections entered (outermost and nested) */
+	__u32 nr_stealable;	/* tasks other threads may steal from the owner */
+	__u32 yield_to_tid;	/* directed-yield target (issue 6); 0: none */
+	__u32 reserved[8];	/* 0; future versions */
+};
+
+/*
+ * Sent by the loader with the map fd (SCM_RIGHTS) in one message, right
+ * after it accepted a connection.
+ */
+struct ws_hint_hello {
+	__u32 abi_version;	/* WS_HINT_ABI_VERSION of the loader */
+	__u32 nr_slots;		/* WS_HINT_NR_SLOTS */
+	__u32 slot_size;	/* WS_HINT_SLOT_SIZE */
+	__u32 reserved;		/* 0 */
+};
+
+#ifndef __bpf__
+_Static_assert(sizeof(struct ws_hint_slot) == WS_HINT_SLOT_SIZE, "hint slot is 64 bytes");
+_Static_assert((WS_HINT_NR_SLOTS & (WS_HINT_NR_SLOTS - 1)) == 0, "NR_SLOTS power of two");
+#endif
+
+#endif /* WSCHED_HINT_H */

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: LGPL-2.1-only OR BSD-2-Clause
+/*
+ * wsched/lock.h - locks and critical sections the scheduler can see.
+ *
+ * A thread registered with scx_wsched (ws_thread_register) owns a hint slot
+ * (wsched/hint.h, Documentation/abi.md) in memory the scheduler reads. While
+ * the thread is inside a critical section its slot says so, and the
+ * scheduler may give it a short, bounded grace instead of preempting it
+ * when its slice runs out. Everything here works the same without the
+ * scheduler: an unregistered thread writes to a private thread-local slot,
+ * at the same cost (a few plain stores, no syscall, no shared cache line).
+ *
+ * Concurrency contract
+ * --------------------
+ * - ws_critical_enter/exit, ws_thread_register/unregister and
+ *   ws_thread_slot act on the calling thread only; any thread may call them
+ *   at any time (they are async-signal-unsafe only in that a signal handler
+ *   that enters a section must leave it before returning).
+ * - Locks: any thread may lock/unlock any lock; unlock only by the holder.
+ *   A lock must be initialised (zero, or *_INIT) before use and not be
+ *   destroyed while held or waited for. ws_mutex may be shared between
+ *   processes only if ws_mutex_init_shared() was used.
+ * - Every lock acquire is an acquire operation and every unlock a release
+ *   operation on the lock word: the holder's accesses are ordered as with
+ *   any mutex.
+ * - Who is marked: the holder of every lock (from acquisition to release),
+ *   and a thread queued on a ws_ticketlock (it is on the critical path: the
+ *   lock passes to it in FIFO order whether it runs or not).
+ *
+ * The _ws_ names are internal to libwsched and may change.
+ */
+#ifndef WSCHED_LOCK_H
+#define WSCHED_LOCK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "wsched/hint.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------ registration */
+
+/*
+ * Register the calling thread with the scheduler: connect to its socket
+ * once per process (WSCHED_HINT_SOCKET, default WS_HINT_SOCK_PATH), map the
+ * process's slot array, claim a free slot of this thread's probe window.
+ * Returns 0 (also when already registered), -ENOENT/-ECONNREFUSED when no
+ * scheduler serves hints, -EACCES when the socket is not ours to use,
+ * -ENOSPC when the probe window is full, -EPROTO on a version mismatch.
+ * On failure the thread keeps working with its private slot.
+ * Pool workers register themselves; the slot is released at thread exit.
+ */
+int ws_thread_register(void);
+
+/* Release the calling thread's slot (no-op when not registered). */
+void ws_thread_unregister(void);
+
+/* The calling thread's slot: the shared one when registered, else private. */
+const struct ws_hint_slot *ws_thread_slot(void);
+
+static inline bool ws_thread_registered(void);
+
+/* ------------------------------------------------------------ critical sections */
+
+/* Internal: the calling thread's shared slot, NULL when unregistered. */
+extern __thread struct ws_hint_slot *_ws_hint_self __attribute__((tls_model("initial-exec")));
+extern __thread struct ws_hint_slot _ws_hint_local __attribute__((tls_model("initial-exec")));
+
+static inline struct ws_hint_slot *_ws_hint_slot(void)
+{
+	struct ws_hint_slot *s = _ws_hint_self;
+
+	return s ? s : &_ws_hint_local;
+}
+
+static inline bool ws_thread_registered(void)
+{
+	return _ws_hint_self != NULL;
+}
+
+/*
+ * The slot's fields are written by this thread only and read by the
+ * scheduler in the tick interrupt of the CPU the thread runs on, which sees
+ * this CPU's stores in program order like a signal handler would: relaxed
+ * stores plus a compiler (signal) fence keep the mark inside the section.
+ * A scheduler reading from another CPU may see a stale value; it is a hint.
+ */
+static inline void ws_critical_enter(void)
+{
+	struct ws_hint_slot *s = _ws_hint_slot();
+
+	__atomic_store_n(&s->cs_depth, __atomic_load_n(&s->cs_depth, __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&s->cs_count, __atomic_load_n(&s->cs_count, __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELAXED);
+	/* The mark precedes the section's first access (see above). */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+static inline void ws_critical_exit(void)
+{
+	struct ws_hint_slot *s = _ws_hint_slot();
+	uint32_t d = __atomic_load_n(&s->cs_depth, __ATOMIC_RELAXED);
+
+	/* The section's last access precedes the unmark. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&s->cs_depth, d ? d - 1 : 0, __ATOMIC_RELAXED);
+}
+
+/* Nesting depth of the calling thread's critical sections. */
+static inline uint32_t ws_critical_depth(void)
+{
+	return __atomic_load_n(&_ws_hint_slot()->cs_depth, __ATOMIC_RELAXED);
+}
+
+/* Publish the calling thread's state (enum ws_hint_state) and stealable
+ * task count; stores only when the value changes. */
+static inline void ws_hint_set_state(uint32_t state)
+{
+	struct ws_hint_slot *s = _ws_hint_slot();
+
+	if (__atomic_load_n(&s->state, __ATOMIC_RELAXED) != state)
+		__atomic_store_n(&s->state, state, __ATOMIC_RELAXED);
+}
+
+static inline void ws_hint_set_stealable(uint32_t n)
+{
+	struct ws_hint_slot *s = _ws_hint_slot();
+
+	if (__atomic_load_n(&s->nr_stealable, __ATOMIC_RELAXED) != n)
+		__atomic_store_n(&s->nr_stealable, n, __ATOMIC_RELAXED);
+}
+
+/* ------------------------------------------------------------ locks */
+
+/* Test-and-test-and-set spinlock with bounded exponential backoff. */
+typedef struct { uint32_t locked; } ws_spinlock_t;
+#define WS_SPINLOCK_INIT { 0 }
+
+/* FIFO ticket lock; a waiter spins, then yields between probes after 50 us. */
+typedef struct { uint32_t next, owner; } ws_ticketlock_t;
+#define WS_TICKETLOCK_INIT { 0, 0 }
+
+/* Spin for a while, then sleep on a futex. 0 free, 1 locked, 2 locked with
+ * possible sleepers (Drepper, "Futexes Are Tricky", mutex 2). */
+typedef struct { uint32_t state; uint32_t shared; } ws_mutex_t;
+#define WS_MUTEX_INIT { 0, 0 }
+
+void ws_spinlock_init(ws_spinlock_t *l);
+void ws_spinlock_lock(ws_spinlock_t *l);
+bool ws_spinlock_trylock(ws_spinlock_t *l);
+void ws_spinlock_unlock(ws_spinlock_t *l);
+
+void ws_ticketlock_init(ws_ticketlock_t *l);
+void ws_ticketlock_lock(ws_ticketlock_t *l);
+bool ws_ticketlock_trylock(ws_ticketlock_t *l);
+void ws_ticketlock_unlock(ws_ticketlock_t *l);
+
+void ws_mutex_init(ws_mutex_t *m);
+void ws_mutex_init_shared(ws_mutex_t *m);	/* usable across processes */
+void ws_mutex_lock(ws_mutex_t *m);
+bool ws_mutex_trylock(ws_mutex_t *m);
+void ws_mutex_unlock(ws_mutex_t *m);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WSCHED_LOCK_H */

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: LGPL-2.1-only OR BSD-2-Clause
+/*
+ * Thread registration with scx_wsched (Documentation/abi.md).
+ *
+ * Once per process: connect to the loader's unix socket, receive the map fd
+ * of this process's own slot array (SCM_RIGHTS) and its geometry, mmap it
+ * shared, keep the connection open (its hangup tells the loader the process
+ * is gone). Per thread: claim a free slot of the probe window with a CAS on
+ * owner_tid, and point _ws_hint_self at it.
+ *
+ * Concurrency contract: the process state (proc_slots, proc_sock) is set up
+ * under proc_lock and never torn down while the process lives (except in a
+ * fork child, which has one thread); after setup it is read-only, and
+ * threads read proc_slots with an acquire load pairing with the release
+ * store that published it. Slots: owner_tid is claimed by a CAS from 0
+ * (acq_rel: the acquire side orders the claimer's resets after the previous
+ * owner's release store of 0), every other field has one writer, the owner.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "wsched/lock.h"
+
+__thread struct ws_hint_slot *_ws_hint_self __attribute__((tls_model("initial-exec")));
+__thread struct ws_hint_slot _ws_hint_local __attribute__((tls_model("initial-exec")));
+
+static pthread_mutex_t proc_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ws_hint_slot *proc_slots;		/* the mapped array, or NULL */
+static int proc_sock = -1;
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static const size_t map_len = (size_t)WS_HINT_NR_SLOTS * WS_HINT_SLOT_SIZE;
+
+/* A fork child has no mapping (MADV_DONTFORK) and must not keep the
+ * parent's connection: it starts unregistered, and may register itself. */
+static void atfork_child(void)
+{
+	_ws_hint_self = NULL;
+	proc_slots = NULL;
+	if (proc_sock >= 0)
+		close(proc_sock);
+	proc_sock = -1;
+	pthread_mutex_init(&proc_lock, NULL);
+}
+
+static void atfork_setup(void)
+{
+	pthread_atfork(NULL, NULL, atfork_child);
+}
+
+static void thread_exit(void *arg)
+{
+	(void)arg;
+	ws_thread_unregister();
+}
+
+static void exit_key_setup(void)
+{
+	pthread_key_create(&exit_key, thread_exit);
+}
+
+/* Receive the hello and the map fd; returns the fd or -errno. */
+static int recv_map(int sock)
+{
+	struct ws_hint_hello hello;
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = { &hello, sizeof(hello) };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf.buf, .msg_controllen = sizeof(cbuf.buf),
+	};
+	struct cmsghdr *c;
+	int fd = -1;
+	ssize_t n;
+
+	do
+		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	if (n == 0)
+		return -ECONNRESET;	/* the loader refused (table full) */
+	if (fd < 0)
+		return -EPROTO;
+	if (n != sizeof(hello) || hello.abi_version != WS_HINT_ABI_VERSION ||
+	    hello.nr_slots != WS_HINT_NR_SLOTS || hello.slot_size != WS_HINT_SLOT_SIZE) {
+		close(fd);
+		return -EPROTO;
+	}
+	return fd;
+}
+
+/* Connect and map once per process; returns 0 or -errno. Under proc_lock. */
+static int proc_connect(void)
+{
+	const char *path = getenv("WSCHED_HINT_SOCKET");
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	void *m;
+	int sock, fd, err;
+
+	if (!path || !*path)
+		path = WS_HINT_SOCK_PATH;
+	if (strlen(path) >= sizeof(addr.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(addr.sun_path, path);
+	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (sock < 0)
+		return -errno;
+	if (connect(sock, (struct sockaddr *)&addr, sizeof(addr))) {
+		err = -errno;
+		goto out_sock;
+	}
+	fd = recv_map(sock);
+	if (fd < 0) {
+		err = fd;
+		goto out_sock;
+	}
+	m = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	err = m == MAP_FAILED ? -errno : 0;
+	close(fd);		/* the mapping keeps the map alive */
+	if (err)
+		goto out_sock;
+	madvise(m, map_len, MADV_DONTFORK);	/* best effort; atfork_child resets */
+	proc_sock = sock;
+	/* release: pairs with the acquire load in ws_thread_register. */
+	__atomic_store_n(&proc_slots, (struct ws_hint_slot *)m, __ATOMIC_RELEASE);
+	return 0;
+out_sock:
+	close(sock);
+	return err;
+}
+
+int ws_thread_register(void)
+{
+	struct ws_hint_slot *slots, *s, *local = &_ws_hint_local;
+	uint32_t tid, i;
+	int err;
+
+	if (_ws_hint_self)
+		return 0;
+	pthread_once(&atfork_once, atfork_setup);
+	/* acquire: pairs with the release store in proc_connect. */
+	slots = __atomic_load_n(&proc_slots, __ATOMIC_ACQUIRE);
+	if (!slots) {
+		pthread_mutex_lock(&proc_lock);
+		err = proc_slots ? 0 : proc_connect();
+		slots = proc_slots;
+		pthread_mutex_unlock(&proc_lock);
+		if (err)
+			return err;
+	}
+	tid = (uint32_t)syscall(SYS_gettid);
+	for (i = 0; i < WS_HINT_PROBE; i++) {
+		uint32_t zero = 0;
+
+		s = &slots[(tid + i) % WS_HINT_NR_SLOTS];
+		if (__atomic_load_n(&s->owner_tid, __ATOMIC_RELAXED))
+			continue;
+		/* acq_rel: acquire orders our resets after the previous
+		 * owner's release of the slot; release is not needed by the
+		 * other claimers (they only compare owner_tid). */
+		if (__atomic_compare_exchange_n(&s->owner_tid, &zero, tid, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			break;
+	}
+	if (i == WS_HINT_PROBE)
+		return -ENOSPC;
+	/* Carry over what the private slot holds (we may be inside a section). */
+	__atomic_store_n(&s->state, local->state, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->cs_depth, local->cs_depth, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->cs_count, local->cs_count, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->nr_stealable, local->nr_stealable, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->yield_to_tid, 0, __ATOMIC_RELAXED);
+	memset(s->reserved, 0, sizeof(s->reserved));
+	/* The scheduler reads without ordering; the version goes last only so
+	 * that a same-CPU reader never sees a half-reset slot as valid. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&s->abi_version, WS_HINT_ABI_VERSION, __ATOMIC_RELAXED);
+	_ws_hint_self = s;
+	pthread_once(&exit_key_once, exit_key_setup);
+	pthread_setspecific(exit_key, s);
+	return 0;
+}
+
+void ws_thread_unregister(void)
+{
+	struct ws_hint_slot *s = _ws_hint_self, *local = &_ws_hint_local;
+
+	if (!s)
+		return;
+	/* Keep counting privately from where the slot was. */
+	local->state = __atomic_load_n(&s->state, __ATOMIC_RELAXED);
+	local->cs_depth = __atomic_load_n(&s->cs_depth, __ATOMIC_RELAXED);
+	local->cs_count = __atomic_load_n(&s->cs_count, __ATOMIC_RELAXED);
+	local->nr_stealable = __atomic_load_n(&s->nr_stealable, __ATOMIC_RELAXED);
+	_ws_hint_self = NULL;
+	__atomic_store_n(&s->abi_version, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->cs_depth, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->state, WS_HINT_OTHER, __ATOMIC_RELAXED);
+	/* release: our writes to the slot happen before the next claimer's
+	 * (pairs with the acquire of its CAS). */
+	__atomic_store_n(&s->owner_tid, 0, __ATOMIC_RELEASE);
+	pthread_setspecific(exit_key, NULL);	/* set up: we registered */
+}
+
+const struct ws_hint_slot *ws_thread_slot(void)
+{
+	return _ws_hint_slot();
+}

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: LGPL-2.1-only OR BSD-2-Clause
+/*
+ * ws_spinlock, ws_ticketlock, ws_mutex (wsched/lock.h, which states the
+ * concurrency contract). Each marks its holder as inside a critical section
+ * (ws_critical_enter after acquiring, ws_critical_exit after releasing: the
+ * marked interval covers the whole hold, plus a few instructions after the
+ * release, which at worst earns a needless grace). A ticket waiter is marked
+ * from taking its ticket: the lock will be handed to it in order, so
+ * preempting it stalls every later waiter as much as preempting the holder.
+ *
+ * Memory orders: every acquisition is an acquire RMW or load on the lock
+ * word and pairs with the release store (or RMW) of the previous unlock;
+ * everything else is relaxed because it only decides whether to retry.
+ */
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "atomic_internal.h"
+#include "wsched/lock.h"
+
+#define SPIN_BACKOFF_MAX	1024u	/* pauses between probes, at most */
+#define MUTEX_SPIN_NS		20000u	/* spin this long before sleeping */
+#define TICKET_SPIN_NS		50000u	/* spin this long before yielding */
+
+static inline uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void pause_n(uint32_t n)
+{
+	while (n--)
+		ws_cpu_relax();
+}
+
+/* ------------------------------------------------------------ spinlock */
+
+void ws_spinlock_init(ws_spinlock_t *l)
+{
+	__atomic_store_n(&l->locked, 0, __ATOMIC_RELAXED);
+}
+
+bool ws_spinlock_trylock(ws_spinlock_t *l)
+{
+	/* acquire: pairs with the release store in ws_spinlock_unlock. */
+	if (__atomic_load_n(&l->locked, __ATOMIC_RELAXED) ||
+	    __atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE))
+		return false;
+	ws_critical_enter();
+	return true;
+}
+
+void ws_spinlock_lock(ws_spinlock_t *l)
+{
+	uint32_t backoff = 1;
+
+	for (;;) {
+		/* Test (relaxed, shared cache line), then test-and-set;
+		 * acquire: pairs with the release store in unlock. */
+		if (!__atomic_load_n(&l->locked, __ATOMIC_RELAXED) &&
+		    !__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE))
+			break;
+		pause_n(backoff);
+		if (backoff < SPIN_BACKOFF_MAX)
+			backoff <<= 1;
+	}
+	ws_critical_enter();
+}
+
+void ws_spinlock_unlock(ws_spinlock_t *l)
+{
+	/* release: the section's accesses before the next holder's. */
+	__atomic_store_n(&l->locked, 0, __ATOMIC_RELEASE);
+	ws_critical_exit();
+}
+
+/* ------------------------------------------------------------ ticket lock */
+
+void ws_ticketlock_init(ws_ticketlock_t *l)
+{
+	__atomic_store_n(&l->next, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->owner, 0, __ATOMIC_RELAXED);
+}
+
+void ws_ticketlock_lock(ws_ticketlock_t *l)
+{
+	uint32_t t, o, rounds = 0;
+	uint64_t start = 0;
+
+	ws_critical_enter();		/* queued: on the critical path already */
+	/* relaxed: the ticket only fixes our place; the acquire is below. */
+	t = __atomic_fetch_add(&l->next, 1, __ATOMIC_RELAXED);
+	/* acquire: pairs with the release store of owner in unlock. */
+	while ((o = __atomic_load_n(&l->owner, __ATOMIC_ACQUIRE)) != t) {
+		pause_n((t - o) * 16 < SPIN_BACKOFF_MAX ? (t - o) * 16 : SPIN_BACKOFF_MAX);
+		/*
+		 * Waited long (time, not iterations): the holder or an earlier
+		 * waiter is probably preempted; spinning on would only burn the
+		 * CPU it needs. Yield between probes (FIFO order is unchanged).
+		 */
+		if (++rounds % 64 == 0) {
+			if (!start)
+				start = mono_ns();
+			else if (mono_ns() - start > TICKET_SPIN_NS)
+				sched_yield();
+		}
+	}
+}
+
+bool ws_ticketlock_trylock(ws_ticketlock_t *l)
+{
+	/* acquire: pairs with the release store of owner in unlock. */
+	uint32_t o = __atomic_load_n(&l->owner, __ATOMIC_ACQUIRE), n = o;
+
+	/* Free iff next == owner: take the next ticket, which is served now.
+	 * acquire: conservative, the section starts after the ticket is ours. */
+	if (!__atomic_compare_exchange_n(&l->next, &n, o + 1, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
+		return false;
+	ws_critical_enter();
+	return true;
+}
+
+void ws_ticketlock_unlock(ws_ticketlock_t *l)
+{
+	/* Only the holder writes owner: a plain increment. release: the
+	 * section's accesses before the next holder's acquire load. */
+	__atomic_store_n(&l->owner, __atomic_load_n(&l->owner, __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELEASE);
+	ws_critical_exit();
+}
+
+/* ------------------------------------------------------------ mutex */
+
+static inline int mutex_op(const ws_mutex_t *m, int op)
+{
+	return m->shared ? op : op | FUTEX_PRIVATE_FLAG;
+}
+
+void ws_mutex_init(ws_mutex_t *m)
+{
+	m->state = 0;
+	m->shared = 0;
+}
+
+void ws_mutex_init_shared(ws_mutex_t *m)
+{
+	m->state = 0;
+	m->shared = 1;
+}
+
+bool ws_mutex_trylock(ws_mutex_t *m)
+{
+	uint32_t c = 0;
+
+	/* acquire: pairs with the release RMW/store in ws_mutex_unlock. */
+	if (!__atomic_compare_exchange_n(&m->state, &c, 1, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
+		return false;
+	ws_critical_enter();
+	return true;
+}
+
+void ws_mutex_lock(ws_mutex_t *m)
+{
+	uint32_t c = 0, backoff = 1;
+	uint64_t start;
+
+	/* Every acquire below pairs with the release in ws_mutex_unlock. */
+	if (__atomic_compare_exchange_n(&m->state, &c, 1, false, __ATOMIC_ACQUIRE,
+					__ATOMIC_RELAXED))
+		goto locked;
+	start = mono_ns();
+	do {
+		pause_n(backoff);
+		if (backoff < SPIN_BACKOFF_MAX / 4)
+			backoff <<= 1;
+		c = 0;
+		if (!__atomic_load_n(&m->state, __ATOMIC_RELAXED) &&
+		    __atomic_compare_exchange_n(&m->state, &c, 1, false, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			goto locked;
+	} while (c != 2 && mono_ns() - start < MUTEX_SPIN_NS);
+
+	/* Sleep. State 2 says "someone may sleep": the unlocker then wakes. */
+	c = __atomic_exchange_n(&m->state, 2, __ATOMIC_ACQUIRE);
+	while (c) {
+		syscall(SYS_futex, &m->state, mutex_op(m, FUTEX_WAIT), 2, NULL, NULL, 0);
+		c = __atomic_exchange_n(&m->state, 2, __ATOMIC_ACQUIRE);
+	}
+locked:
+	ws_critical_enter();
+}
+
+void ws_mutex_unlock(ws_mutex_t *m)
+{
+	/* release: the section's accesses before the next holder's acquire. */
+	if (__atomic_fetch_sub(&m->state, 1, __ATOMIC_RELEASE) != 1) {
+		__atomic_store_n(&m->state, 0, __ATOMIC_RELEASE);
+		syscall(SYS_futex, &m->state, mutex_op(m, FUTEX_WAKE), 1, NULL, NULL, 0);
+	}
+	ws_critical_exit();
+}
