@@ -278,10 +278,18 @@ static __always_inline bool steal_idle(s32 cpu)
 		if (try_steal(cpu, hint - 1, false))
 			return true;
 	}
-	if (try_steal(cpu, pick_victim(cpu, my_llc, false), false))
-		return true;
-	if (nr_llcs > 1 && try_steal(cpu, pick_victim(cpu, my_llc, true), false))
-		return true;
+	/*
+	 * Pick-two only pays off where the sweep below cannot see every
+	 * deque; on a small machine its probes would just repeat the sweep's
+	 * (a CPU going idle with nothing to steal anywhere is the common
+	 * case of a wakeup-heavy load: pipe ping-pong goes idle per message).
+	 */
+	if (nr_cpus > STEAL_SWEEP_MAX) {
+		if (try_steal(cpu, pick_victim(cpu, my_llc, false), false))
+			return true;
+		if (nr_llcs > 1 && try_steal(cpu, pick_victim(cpu, my_llc, true), false))
+			return true;
+	}
 
 	if (!nr_cpus)
 		return false;
