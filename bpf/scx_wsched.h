@@ -21,6 +21,8 @@
 #define WSCHED_SLICE_US_DFL	5000
 #define WSCHED_SLICE_US_MIN	100
 #define WSCHED_SLICE_US_MAX	100000
+#define WSCHED_GRACE_US_DFL	1000	/* --grace-us; 0 disables the grace */
+#define WSCHED_GRACE_US_MAX	4000
 
 /*
  * Per-CPU event counters, the value of the one-entry per-CPU array
@@ -39,6 +41,10 @@ struct wsched_stats {
 	__u64 nr_keep_running;		/* nothing better to run: the previous task got a new slice */
 	__u64 nr_short_slices;		/* slices shortened because the target deque was loaded */
 	__u64 nr_dispatch_idle;		/* dispatch found nothing: the CPU goes idle */
+	/* Hints (Documentation/abi.md). */
+	__u64 nr_grace_granted;		/* a task in a critical section got a grace slice */
+	__u64 nr_grace_overrun;		/* ... and was still in that section when it ran out */
+	__u64 nr_hint_malformed;	/* a slot of the task with a bad version, depth or state */
 };
 
 #define WSCHED_NR_STATS (sizeof(struct wsched_stats) / sizeof(__u64))
