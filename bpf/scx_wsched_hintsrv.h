@@ -220,6 +220,7 @@ static void hint_accept(struct hint_server *hs)
 	struct hint_conn c = { .pidfd = -1, .map_fd = -1 };
 	int i;
 
+	memset(&cbuf, 0, sizeof(cbuf));		/* no stack bytes in the cmsg padding */
 	c.sock = accept4(hs->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (c.sock < 0)
 		return;

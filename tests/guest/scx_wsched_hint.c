@@ -18,10 +18,14 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+/* scx_wsched_util.h's ws_spawn (run the loader) clashes with libwsched's. */
+#define ws_spawn ws_spawn_loader
 #include "scx_wsched_util.h"
+#undef ws_spawn
 #include "kselftest_harness.h"
 #include "scx_wsched.h"
 #include "wsched/lock.h"
+#include "wsched/pool.h"
 
 #define OUT_FILE "/tmp/scx_wsched_hint.out"
 #define ERR_FILE "/tmp/scx_wsched_hint.err"
@@ -203,7 +207,7 @@ struct reg_shared {
 	int go_exit;
 	int rc[NR_PROCS][NR_THREADS];
 	pid_t tid[NR_PROCS][NR_THREADS];
-	double ns_per_pair;
+	double ns_per_pair, ns_per_pair_private;
 };
 
 struct reg_arg {
@@ -211,24 +215,31 @@ struct reg_arg {
 	int proc, idx;
 };
 
+/* ns per ws_critical_enter+exit pair on the calling thread's slot. */
+static double pair_ns(void)
+{
+	long n = 2000000, i;
+	double t0 = ws_now();
+
+	for (i = 0; i < n; i++) {
+		ws_critical_enter();
+		__asm__ __volatile__("" ::: "memory");
+		ws_critical_exit();
+	}
+	return (ws_now() - t0) * 1e9 / n;
+}
+
 static void *reg_thread(void *p)
 {
 	struct reg_arg *a = p;
 	struct reg_shared *sh = a->sh;
 
+	if (a->proc == 0 && a->idx == 0)
+		sh->ns_per_pair_private = pair_ns();
 	sh->tid[a->proc][a->idx] = gettid_();
 	sh->rc[a->proc][a->idx] = ws_thread_register();
-	if (a->proc == 0 && a->idx == 0 && ws_thread_registered()) {
-		long n = 2000000, i;
-		double t0 = ws_now();
-
-		for (i = 0; i < n; i++) {
-			ws_critical_enter();
-			__asm__ __volatile__("" ::: "memory");
-			ws_critical_exit();
-		}
-		sh->ns_per_pair = (ws_now() - t0) * 1e9 / n;
-	}
+	if (a->proc == 0 && a->idx == 0 && ws_thread_registered())
+		sh->ns_per_pair = pair_ns();
 	__atomic_fetch_add(&sh->ready[a->proc], 1, __ATOMIC_SEQ_CST);
 	while (!__atomic_load_n(&sh->go_exit, __ATOMIC_SEQ_CST))
 		ws_sleep(0.01);
@@ -269,8 +280,8 @@ TEST_F_TIMEOUT(hint, registration_many_threads_of_several_processes, 120)
 
 		ASSERT_TRUE(ok) TH_LOG("%d of %d threads registered", got, NR_THREADS);
 	}
-	TH_LOG("ws_critical_enter+exit, registered slot, in the guest (TCG): %.2f ns per pair",
-	       sh->ns_per_pair);
+	TH_LOG("ws_critical_enter+exit in the guest (TCG): %.2f ns per pair with a registered slot, %.2f ns private",
+	       sh->ns_per_pair, sh->ns_per_pair_private);
 	for (p = 0; p < NR_PROCS; p++) {
 		fd = slots_of(kids[p]);
 		ASSERT_LE(0, fd) TH_LOG("no hint_procs entry for process %d", kids[p]);
@@ -301,6 +312,56 @@ TEST_F_TIMEOUT(hint, registration_many_threads_of_several_processes, 120)
 		EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 		EXPECT_TRUE(wait_gone(kids[p], 5)) TH_LOG("entry of exited process %d stays", kids[p]);
 	}
+}
+
+/* ------------------------------------------------ pool workers */
+
+/* Count the slots of array @fd owned by a thread, and those in @state. */
+static int slots_in_state(int fd, __u32 state, int *owned)
+{
+	struct ws_hint_slot s;
+	__u32 idx;
+	int n = 0;
+
+	*owned = 0;
+	for (idx = 0; idx < WS_HINT_NR_SLOTS; idx++)
+		if (!bpf_map_lookup_elem(fd, &idx, &s) && s.owner_tid) {
+			(*owned)++;
+			n += s.state == state;
+		}
+	return n;
+}
+
+TEST_F_TIMEOUT(hint, pool_workers_register_and_publish_parked, 60)
+{
+	struct ws_pool_attr attr;
+	struct ws_pool *pool;
+	int fd, owned = 0, parked = 0;
+	double end;
+
+	ws_pool_attr_init(&attr);
+	attr.nr_workers = 6;
+	attr.no_spin = true;
+	ASSERT_EQ(0, ws_pool_create(&pool, &attr));
+	fd = -1;
+	end = ws_now() + 10;
+	while (ws_now() < end) {	/* workers start, find nothing, park */
+		if (fd < 0)
+			fd = slots_of(getpid());
+		if (fd >= 0) {
+			parked = slots_in_state(fd, WS_HINT_PARKED, &owned);
+			if (owned == 6 && parked == 6)
+				break;
+		}
+		ws_sleep(0.05);
+	}
+	ASSERT_LE(0, fd) TH_LOG("the pool's process has no hint_procs entry");
+	EXPECT_EQ(6, owned);
+	EXPECT_EQ(6, parked);
+	EXPECT_EQ(0, ws_pool_destroy(pool));
+	slots_in_state(fd, WS_HINT_PARKED, &owned);
+	EXPECT_EQ(0, owned) TH_LOG("workers that exited still own slots");
+	close(fd);
 }
 
 /* ------------------------------------------------ SIGKILL */
@@ -448,6 +509,9 @@ TEST_F_TIMEOUT(hint, foreign_tids_in_own_slots_give_no_grace, 60)
 	struct spin_shared *victim = shared_mem(sizeof(*victim));
 	volatile int *atk_ready = shared_mem(sizeof(int));
 	struct wsched_stats s0, s1;
+	struct ws_hint_slot sl = {};
+	__u32 idx;
+	int fd;
 	struct ws_hogs hogs;
 	cpu_set_t one;
 	pid_t vkid, akid;
@@ -460,11 +524,13 @@ TEST_F_TIMEOUT(hint, foreign_tids_in_own_slots_give_no_grace, 60)
 	CPU_ZERO(&one);
 	CPU_SET(HOG_CPU, &one);
 	ASSERT_LE(0, ws_hog_start(&hogs, 0, &one));	/* competes with the victim */
+	idx = victim->tid % WS_HINT_NR_SLOTS;
 
 	akid = fork();
 	ASSERT_LE(0, akid);
 	if (!akid) {
-		struct ws_hint_slot *slots;
+		/* volatile: every store must reach the shared memory. */
+		volatile struct ws_hint_slot *slots;
 		unsigned long long n = 0;
 		__u32 i;
 
@@ -488,6 +554,14 @@ TEST_F_TIMEOUT(hint, foreign_tids_in_own_slots_give_no_grace, 60)
 	ASSERT_EQ(0, read_stats(&s0));
 	ws_sleep(3);
 	ASSERT_EQ(0, read_stats(&s1));
+	/* The attack did land in the attacker's own array, where the
+	 * scheduler looks only for the attacker's threads. */
+	fd = slots_of(akid);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, bpf_map_lookup_elem(fd, &idx, &sl));
+	EXPECT_EQ(victim->tid, sl.owner_tid);
+	EXPECT_EQ(1, sl.cs_depth);
+	close(fd);
 	kill(akid, SIGKILL);
 	kill(vkid, SIGKILL);
 	waitpid(akid, NULL, 0);
@@ -500,6 +574,61 @@ TEST_F_TIMEOUT(hint, foreign_tids_in_own_slots_give_no_grace, 60)
 	EXPECT_EQ(s0.nr_grace_granted, s1.nr_grace_granted)
 		TH_LOG("another process's hints earned the victim a grace");
 	EXPECT_LT(0, victim->cpu_ns) TH_LOG("the victim never ran");
+}
+
+/*
+ * A process whose own slot is malformed (depth far beyond the limit, or a
+ * wrong ABI version) gets no grace; the slots are counted as malformed and
+ * the scheduler carries on.
+ */
+TEST_F_TIMEOUT(hint, malformed_own_slot_is_counted_and_ignored, 60)
+{
+	volatile int *ready = shared_mem(sizeof(int));
+	struct wsched_stats s0, s1;
+	struct ws_hogs hogs;
+	cpu_set_t one;
+	pid_t kid;
+
+	ASSERT_NE(NULL, ready);
+	ASSERT_EQ(0, ws_hogs_init(&hogs));
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		/* volatile: every store must reach the shared memory. */
+		volatile struct ws_hint_slot *slots, *mine;
+		pid_t tid = gettid_();
+		unsigned long long n = 0;
+
+		pin(HOG_CPU);
+		slots = raw_register();
+		if (!slots)
+			_exit(2);
+		mine = &slots[tid % WS_HINT_NR_SLOTS];
+		mine->owner_tid = tid;
+		*ready = 1;
+		for (;;) {	/* alternate the two kinds of garbage */
+			n++;
+			mine->abi_version = (n >> 20) & 1 ? WS_HINT_ABI_VERSION + 6 : WS_HINT_ABI_VERSION;
+			mine->cs_depth = 1000000;
+			mine->cs_count = n;
+		}
+	}
+	ASSERT_TRUE(wait_flag(ready, 1, 20)) TH_LOG("the hostile child could not register");
+	CPU_ZERO(&one);
+	CPU_SET(HOG_CPU, &one);
+	ASSERT_LE(0, ws_hog_start(&hogs, 0, &one));
+	ASSERT_EQ(0, read_stats(&s0));
+	ws_sleep(3);
+	ASSERT_EQ(0, read_stats(&s1));
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	ws_hogs_stop(&hogs);
+	TH_LOG("malformed %llu, grace granted %llu",
+	       (unsigned long long)(s1.nr_hint_malformed - s0.nr_hint_malformed),
+	       (unsigned long long)(s1.nr_grace_granted - s0.nr_grace_granted));
+	EXPECT_LT(s0.nr_hint_malformed, s1.nr_hint_malformed);
+	EXPECT_EQ(s0.nr_grace_granted, s1.nr_grace_granted);
+	EXPECT_TRUE(ws_enabled());
 }
 
 /* ------------------------------------------------ grace */
