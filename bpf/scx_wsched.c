@@ -9,7 +9,8 @@
  *
  * Exit statuses (one line on stderr says why):
  *   0  detached on request        3  not root
- *   1  load/attach failure        4  kernel without sched_ext
+ *   1  load/attach failure, or    4  kernel without sched_ext
+ *      the hint socket failed
  *   2  usage, out-of-range arg    5  another sched_ext scheduler is loaded
  *   6  the kernel ejected the scheduler (error, stall, sysrq-S, ...)
  */
@@ -308,6 +309,9 @@ int main(int argc, char **argv)
 			break;
 		case 'P':
 			hint_path = optarg;
+			if (hint_path[0] != '/' || strlen(hint_path) >= sizeof(hint_srv.path))
+				die_usage("--hint-socket must be an absolute path shorter than 108 bytes, not '%s'",
+					  hint_path);
 			break;
 		case 'n':
 			hints = false;

@@ -428,6 +428,73 @@ TEST_F(hint, nonroot_needs_the_group)
 		TH_LOG("a member of the group could not register");
 }
 
+/* Bad hint options: status 2 and one line on stderr, nothing loaded. */
+TEST(bad_hint_args_fail)
+{
+	const char *cases[][3] = {
+		{ "--grace-us", "4001", NULL },
+		{ "--grace-us", "-1", NULL },
+		{ "--grace-us", "1ms", NULL },
+		{ "--group", "no-such-group-wsched", NULL },
+		{ "--hint-socket", "relative/wsched.sock", NULL },
+	};
+	unsigned int i;
+	char line[512];
+	FILE *f;
+	int lines;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		EXPECT_EQ(2, ws_run(cases[i], ERR_FILE)) TH_LOG("case %s %s", cases[i][0], cases[i][1]);
+		f = fopen(ERR_FILE, "r");
+		ASSERT_NE(NULL, f);
+		for (lines = 0; fgets(line, sizeof(line), f); lines++)
+			;
+		fclose(f);
+		EXPECT_EQ(1, lines) TH_LOG("case %s %s: %d lines on stderr", cases[i][0], cases[i][1], lines);
+		EXPECT_TRUE(ws_wait_state(false, 1));
+	}
+}
+
+/* A socket directory others can write to is refused (status 1). */
+TEST(unsafe_socket_directory_fails)
+{
+	const char *args[] = { "--hint-socket", "/tmp/wsched-unsafe/wsched.sock", NULL };
+
+	mkdir("/tmp/wsched-unsafe", 0777);
+	ASSERT_EQ(0, chmod("/tmp/wsched-unsafe", 0777));
+	EXPECT_EQ(1, ws_run(args, ERR_FILE));
+	EXPECT_TRUE(ws_file_contains(ERR_FILE, "must be a directory owned by root and writable only by root"));
+	EXPECT_TRUE(ws_wait_state(false, 1));
+	rmdir("/tmp/wsched-unsafe");
+}
+
+/* Without --group, only root may register. */
+TEST(default_socket_is_root_only)
+{
+	const char *args[] = { NULL };
+	gid_t users = getgrnam("users") ? getgrnam("users")->gr_gid : 100;
+	struct stat st;
+	pid_t loader, kid;
+	int status;
+
+	ASSERT_TRUE(ws_wait_state(false, 10)) TH_LOG("a sched_ext scheduler is loaded before the test");
+	loader = ws_start(args, NULL, ERR_FILE);
+	ASSERT_LT(0, loader) TH_LOG("scx_wsched did not become enabled");
+	EXPECT_EQ(0, stat(WS_HINT_SOCK_PATH, &st));
+	EXPECT_EQ(0600, st.st_mode & 0777);
+	EXPECT_EQ(0, st.st_uid);
+	EXPECT_EQ(0, st.st_gid);
+	EXPECT_EQ(0, register_as_nobody(&users, 1, -EACCES))
+		TH_LOG("a non-root process registered without --group");
+	kid = fork();
+	if (!kid)
+		_exit(ws_thread_register() == 0 ? 0 : 1);
+	ASSERT_EQ(kid, waitpid(kid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) TH_LOG("root could not register");
+	EXPECT_EQ(0, ws_stop(loader));
+	EXPECT_NE(0, access(WS_HINT_SOCK_PATH, F_OK)) TH_LOG("the loader left its socket behind");
+}
+
 /* ------------------------------------------------ isolation */
 
 /* A hostile client: speaks the protocol itself, returns the mapped array. */

@@ -33,6 +33,7 @@ struct fake_loader {
 	struct ws_hint_slot *slots[4];	/* the array of each connection */
 	int conns[4];
 	int nr;
+	bool silent;			/* accept, never answer */
 };
 
 static void *serve(void *arg)
@@ -51,6 +52,10 @@ static void *serve(void *arg)
 
 		if (s < 0)
 			return NULL;
+		if (__atomic_load_n(&f->silent, __ATOMIC_RELAXED)) {
+			f->conns[0] = s;
+			continue;
+		}
 		fd = memfd_create("slots", MFD_CLOEXEC);
 		if (fd < 0 || ftruncate(fd, MAP_LEN) || f->nr >= 4)
 			return NULL;
@@ -237,6 +242,21 @@ TEST(loader_with_another_abi_version_gives_eproto)
 
 	ASSERT_EQ(0, fake_start(&f, WS_HINT_ABI_VERSION + 1));
 	EXPECT_EQ(-EPROTO, ws_thread_register());
+	EXPECT_FALSE(ws_thread_registered());
+	fake_stop(&f);
+}
+
+TEST(silent_loader_times_out_instead_of_hanging)
+{
+	static struct fake_loader f;
+	uint64_t t0;
+
+	ASSERT_EQ(0, fake_start(&f, WS_HINT_ABI_VERSION));
+	/* Read by the server at its next accept: ours is the first. */
+	__atomic_store_n(&f.silent, true, __ATOMIC_RELAXED);
+	t0 = ws_test_now_ns();
+	EXPECT_EQ(-ETIMEDOUT, ws_thread_register());
+	EXPECT_GT(5000000000ull, ws_test_now_ns() - t0);
 	EXPECT_FALSE(ws_thread_registered());
 	fake_stop(&f);
 }
