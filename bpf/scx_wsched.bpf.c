@@ -77,6 +77,10 @@
  * - Tasks of a deque whose owner goes offline are ejected with the
  *   scheduler (the restart above), so no deque is ever left undrained.
  *
+ * Hints (Documentation/abi.md, scx_wsched_hint.bpf.h): a task of a process
+ * registered through the loader's socket whose slice runs out inside a
+ * critical section gets one short grace slice, charged to its vtime.
+ *
  * Compatibility: built against the 7.3 headers, loads on sched_ext kernels
  * from 6.12 on: every kfunc that was renamed or changed signature goes
  * through the weak-symbol wrappers of scx/compat.bpf.h (bpf_ksym_exists and
@@ -174,6 +178,9 @@ static __always_inline struct wsched_stats *stats(void)
 	if (__s)						\
 		__s->field++;					\
 } while (0)
+
+/* Hints from registered processes (issue 5): scx_wsched_hint.bpf.h. */
+#include "scx_wsched_hint.bpf.h"
 
 static __always_inline u32 llc_of(s32 cpu)
 {
@@ -514,6 +521,7 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
 	const struct cpumask *online;
 	s32 cpu = scx_bpf_task_cpu(p), waiting, thief;
 
+	wsched_hint_tick(p);	/* a grace for a critical section, first */
 	if (cpu < 0 || (u32)cpu >= nr_cpus)
 		return;
 	waiting = scx_bpf_dsq_nr_queued(cpu);

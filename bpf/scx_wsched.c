@@ -4,11 +4,13 @@
  * scheduler (scx_wsched.bpf.c, whose top comment explains the policy),
  * prints its counters, detaches on SIGINT/SIGTERM and reports the exit
  * reason the kernel recorded. When the kernel ejects the scheduler with a
- * restart request (CPU hotplug), it loads it again.
+ * restart request (CPU hotplug), it loads it again. While it runs it serves
+ * the hint socket (scx_wsched_hintsrv.h, Documentation/abi.md).
  *
  * Exit statuses (one line on stderr says why):
  *   0  detached on request        3  not root
- *   1  load/attach failure        4  kernel without sched_ext
+ *   1  load/attach failure, or    4  kernel without sched_ext
+ *      the hint socket failed
  *   2  usage, out-of-range arg    5  another sched_ext scheduler is loaded
  *   6  the kernel ejected the scheduler (error, stall, sysrq-S, ...)
  */
@@ -26,6 +28,7 @@
 #include <scx/common.h>
 
 #include "scx_wsched.h"
+#include "scx_wsched_hintsrv.h"	/* before the skeleton: it needs wsched/hint.h */
 #include "scx_wsched.skel.h"
 
 enum {
@@ -45,12 +48,14 @@ static const char *const stat_names[] = {
 	"nr_steals_balance", "nr_kicks", "nr_keep_running",
 	"nr_short_slices", "nr_dispatch_idle", "nr_yield_to",
 	"nr_yield_to_handoff", "nr_yield_to_boost",
+	"nr_grace_granted", "nr_grace_overrun", "nr_hint_malformed",
 };
 _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == WSCHED_NR_STATS,
 	       "stat_names[] out of sync with struct wsched_stats");
 
 static const char usage_fmt[] =
-"Usage: %s [--slice-us N] [--stats SECONDS] [--json] [--verbose] [--version] [--help]\n"
+"Usage: %s [--slice-us N] [--grace-us N] [--group NAME] [--hint-socket PATH] [--no-hints]\n"
+"       [--stats SECONDS] [--json] [--verbose] [--version] [--help]\n"
 "\n"
 "Load scx_wsched, a sched_ext scheduler with per-CPU dispatch deques and\n"
 "idle-CPU work stealing; run until SIGINT/SIGTERM, then detach. The design\n"
@@ -58,8 +63,15 @@ static const char usage_fmt[] =
 "and Documentation/scheduler.md.\n"
 "\n"
 "  --slice-us N       base time slice in microseconds (%d..%d, default %d)\n"
+"  --grace-us N       grace slice for a task whose slice ends inside a critical\n"
+"                     section (0..%d, default %d; 0: none; Documentation/abi.md)\n"
+"  --group NAME       let members of group NAME register for hints (socket mode\n"
+"                     0660 root:NAME); default: root only (0600)\n"
+"  --hint-socket PATH where processes register for hints (default %s)\n"
+"  --no-hints         serve no hint socket\n"
 "  --stats SECONDS    print the counters every SECONDS (1..3600), and once more\n"
-"                     on exit; totals since load\n"
+"                     on exit; totals since load; hint_procs: processes\n"
+"                     registered for hints now\n"
 "  --json             print the counters as one JSON object per line\n"
 "  --verbose          libbpf debug output and load details on stderr\n"
 "  --version          print the version and exit\n"
@@ -70,6 +82,7 @@ static const char usage_fmt[] =
 "6 the kernel ejected the scheduler (its recorded reason is printed).\n";
 
 static volatile sig_atomic_t exit_req;
+static struct hint_server hint_srv;
 static bool verbose;
 static const char *prog = "scx_wsched";
 
@@ -221,12 +234,12 @@ static void print_stats(struct scx_wsched *skel, int nr_cpus, bool json, double 
 		printf("{\"time_s\":%.1f", secs);
 		for (i = 0; i < WSCHED_NR_STATS; i++)
 			printf(",\"%s\":%llu", stat_names[i], (unsigned long long)v[i]);
-		printf("}\n");
+		printf(",\"hint_procs\":%d}\n", hint_srv.nr);
 	} else {
 		printf("%7.1fs", secs);
 		for (i = 0; i < WSCHED_NR_STATS; i++)
 			printf(" %s=%llu", stat_names[i] + 3, (unsigned long long)v[i]);
-		printf("\n");
+		printf(" hint_procs=%d\n", hint_srv.nr);
 	}
 	fflush(stdout);
 }
@@ -259,6 +272,10 @@ int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "slice-us",	required_argument,	NULL, 's' },
+		{ "grace-us",	required_argument,	NULL, 'g' },
+		{ "group",	required_argument,	NULL, 'G' },
+		{ "hint-socket", required_argument,	NULL, 'P' },
+		{ "no-hints",	no_argument,		NULL, 'n' },
 		{ "stats",	required_argument,	NULL, 'S' },
 		{ "json",	no_argument,		NULL, 'j' },
 		{ "verbose",	no_argument,		NULL, 'v' },
@@ -266,7 +283,11 @@ int main(int argc, char **argv)
 		{ "help",	no_argument,		NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	unsigned long slice_us = WSCHED_SLICE_US_DFL, stats_s = 0;
+	unsigned long slice_us = WSCHED_SLICE_US_DFL, stats_s = 0, grace_us = WSCHED_GRACE_US_DFL;
+	const char *hint_path = WS_HINT_SOCK_PATH;
+	long hint_gid = -1;
+	bool hints = true;
+	char why[512];
 	const char *scx_sysfs = getenv("WSCHED_SCX_SYSFS") ?: "/sys/kernel/sched_ext";
 	char path[512], buf[256];
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -274,10 +295,27 @@ int main(int argc, char **argv)
 	int opt, nr_cpus, nr_llcs, status = EX_OK;
 
 	prog = argv[0] && strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : "scx_wsched";
-	while ((opt = getopt_long(argc, argv, "s:S:jvVh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:g:G:P:nS:jvVh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			slice_us = parse_ulong("--slice-us", optarg, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX);
+			break;
+		case 'g':
+			grace_us = parse_ulong("--grace-us", optarg, 0, WSCHED_GRACE_US_MAX);
+			break;
+		case 'G':
+			hint_gid = hint_parse_group(optarg);
+			if (hint_gid < 0)
+				die_usage("--group: no such group '%s'", optarg);
+			break;
+		case 'P':
+			hint_path = optarg;
+			if (hint_path[0] != '/' || strlen(hint_path) >= sizeof(hint_srv.path))
+				die_usage("--hint-socket must be an absolute path shorter than 108 bytes, not '%s'",
+					  hint_path);
+			break;
+		case 'n':
+			hints = false;
 			break;
 		case 'S':
 			stats_s = parse_ulong("--stats", optarg, 1, 3600);
@@ -292,7 +330,8 @@ int main(int argc, char **argv)
 			printf("scx_wsched %s\n", WSCHED_VERSION);
 			return EX_OK;
 		case 'h':
-			printf(usage_fmt, prog, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX, WSCHED_SLICE_US_DFL);
+			printf(usage_fmt, prog, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX, WSCHED_SLICE_US_DFL,
+			       WSCHED_GRACE_US_MAX, WSCHED_GRACE_US_DFL, WS_HINT_SOCK_PATH);
 			return EX_OK;
 		default:
 			fprintf(stderr, "%s: bad usage (see --help)\n", prog);
@@ -328,6 +367,12 @@ int main(int argc, char **argv)
 		return EX_LOAD;
 	}
 
+	hint_server_init(&hint_srv);
+	if (hints && hint_server_start(&hint_srv, hint_path, hint_gid, why, sizeof(why))) {
+		fprintf(stderr, "%s: hint socket: %s (or run with --no-hints)\n", prog, why);
+		return EX_LOAD;
+	}
+
 	libbpf_set_print(libbpf_print);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -344,6 +389,7 @@ int main(int argc, char **argv)
 		skel = scx_wsched__open();
 		if (!skel) {
 			fprintf(stderr, "%s: cannot open the BPF object: %s\n", prog, strerror(errno));
+			hint_server_stop(&hint_srv);
 			return EX_LOAD;
 		}
 		seq = scx_hotplug_seq();
@@ -351,6 +397,7 @@ int main(int argc, char **argv)
 			skel->struct_ops.wsched_ops->hotplug_seq = seq;
 		/* No SCX_ENUM_INIT(): the BPF side relocates its enums (CO-RE). */
 		skel->rodata->slice_ns = slice_us * 1000ULL;
+		skel->rodata->grace_ns = grace_us * 1000ULL;
 		skel->rodata->nr_cpus = nr_cpus;
 		nr_llcs = setup_topology(skel, nr_cpus);
 		UEI_SET_SIZE(skel, wsched_ops, uei);
@@ -360,12 +407,16 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s: cannot load the BPF scheduler: %s (run with --verbose for the verifier log)\n",
 				prog, strerror(-err));
 			scx_wsched__destroy(skel);
+			hint_server_stop(&hint_srv);
 			return EX_LOAD;
 		}
+		hint_server_attach(&hint_srv, bpf_map__fd(skel->maps.hint_procs));
 		bpf_map__set_autoattach(skel->maps.wsched_ops, false);
 		link = bpf_map__attach_struct_ops(skel->maps.wsched_ops);
 		if (!link) {
 			err = errno;
+			hint_server_detach(&hint_srv);
+			hint_server_stop(&hint_srv);
 			scx_wsched__destroy(skel);
 			if (err == EBUSY || err == EEXIST || err == EALREADY) {
 				fprintf(stderr, "%s: another sched_ext scheduler is loaded (attach: %s)\n",
@@ -382,7 +433,7 @@ int main(int argc, char **argv)
 		t0 = now_s();
 		next = t0 + stats_s;
 		while (!exit_req && !UEI_EXITED(skel, uei)) {
-			usleep(100 * 1000);
+			hint_server_poll(&hint_srv, 100);	/* or sleeps 100 ms */
 			if (stats_s && now_s() >= next) {
 				print_stats(skel, nr_cpus, json, now_s() - t0);
 				next += stats_s;
@@ -408,9 +459,11 @@ int main(int argc, char **argv)
 			/* Anything but our own unregister: the kernel ejected us. */
 			status = EX_EJECTED;
 		}
+		hint_server_detach(&hint_srv);
 		scx_wsched__destroy(skel);
 		if (!restart)
 			break;
 	}
+	hint_server_stop(&hint_srv);
 	return status;
 }

@@ -21,6 +21,8 @@
 #define WSCHED_SLICE_US_DFL	5000
 #define WSCHED_SLICE_US_MIN	100
 #define WSCHED_SLICE_US_MAX	100000
+#define WSCHED_GRACE_US_DFL	1000	/* --grace-us; 0 disables the grace */
+#define WSCHED_GRACE_US_MAX	4000
 
 /*
  * Per-CPU event counters, the value of the one-entry per-CPU array
@@ -42,6 +44,10 @@ struct wsched_stats {
 	__u64 nr_yield_to;		/* ops.yield() with a target (yield_to()) */
 	__u64 nr_yield_to_handoff;	/* ... the target was moved here and ran next */
 	__u64 nr_yield_to_boost;	/* ... the target could not run here: moved to the head of its own CPU */
+	/* Hints (Documentation/abi.md). */
+	__u64 nr_grace_granted;		/* a task in a critical section got a grace slice */
+	__u64 nr_grace_overrun;		/* ... and was still in that section when it ran out */
+	__u64 nr_hint_malformed;	/* a slot of the task with a bad version, depth or state */
 };
 
 #define WSCHED_NR_STATS (sizeof(struct wsched_stats) / sizeof(__u64))

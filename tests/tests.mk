@@ -35,3 +35,10 @@ ksft-check:
 	$(Q)test -f $(KSFT_INC)/kselftest_harness.h || { \
 	  echo "make: kselftest_harness.h not found in KSFT_INC=$(KSFT_INC);" \
 	       "set KSFT_INC to tools/testing/selftests of your kernel source" >&2; exit 1; }
+
+# The hint test uses libwsched (registration, critical sections) and reads
+# the scheduler's maps with libbpf.
+HINT_TEST := $(BUILD)/tests/guest/scx_wsched_hint
+$(HINT_TEST): $(WS_NORM_LIB) $(TOP)/bpf/scx_wsched.h $(wildcard $(TOP)/userspace/include/wsched/*.h)
+$(HINT_TEST): KSFT_CFLAGS += -I$(TOP)/bpf -I$(TOP)/userspace/include -pthread
+$(HINT_TEST): LDFLAGS += $(WS_NORM_LIB) -pthread $(LIBBPF_LIBS)

@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -89,7 +90,7 @@ static int recv_map(int sock)
 		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
-		return -errno;
+		return errno == EAGAIN ? -ETIMEDOUT : -errno;
 	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
 		    c->cmsg_len == CMSG_LEN(sizeof(int)))
@@ -111,6 +112,7 @@ static int proc_connect(void)
 {
 	const char *path = getenv("WSCHED_HINT_SOCKET");
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct timeval timeout = { .tv_sec = 1 };
 	void *m;
 	int sock, fd, err;
 
@@ -122,6 +124,10 @@ static int proc_connect(void)
 	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (sock < 0)
 		return -errno;
+	/* A stopped or stuck loader must not hang pool creation: bound the
+	 * connect (full backlog) and the wait for the hello. */
+	setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
 	if (connect(sock, (struct sockaddr *)&addr, sizeof(addr))) {
 		err = -errno;
 		goto out_sock;

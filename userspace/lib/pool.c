@@ -79,6 +79,7 @@
 #include <unistd.h>
 
 #include "wsched/pool.h"
+#include "wsched/lock.h"
 #include "atomic_internal.h"
 #include "yield_internal.h"
 
@@ -543,6 +544,10 @@ static int find_work(struct ws_worker *w, struct ws_task **tp, struct ws_job **j
 	struct ws_pool *p = w->pool;
 	bool searching = try_enter_searching(p);
 
+	/* Hints for scx_wsched (Documentation/abi.md): no local work now. */
+	ws_hint_set_state(WS_HINT_THIEF);
+	ws_hint_set_stealable(0);
+
 	if (w->cpu < 0 && p->cache_of)
 		atomic_store_explicit(&w->cpu_hint, sched_getcpu(), memory_order_relaxed);
 
@@ -571,7 +576,9 @@ static int find_work(struct ws_worker *w, struct ws_task **tp, struct ws_job **j
 			   !atomic_load_explicit(&p->nr_queued, memory_order_acquire)) {
 			return FOUND_NONE;
 		}
+		ws_hint_set_state(WS_HINT_PARKED);
 		searching = park(w, searching);
+		ws_hint_set_state(WS_HINT_THIEF);
 		if (!searching)
 			searching = try_enter_searching(p);
 	}
@@ -596,6 +603,7 @@ static void *worker_main(void *arg)
 	int r;
 
 	pin_self(w);
+	ws_thread_register();	/* hints, when scx_wsched serves them; else a no-op */
 	atomic_store_explicit(&w->os_tid, ws_gettid(), memory_order_relaxed);
 	for (;;) {
 		atomic_store_explicit(&w->idle, true, memory_order_relaxed);
@@ -603,11 +611,13 @@ static void *worker_main(void *arg)
 		atomic_store_explicit(&w->idle, false, memory_order_relaxed);
 		if (r == FOUND_NONE)
 			break;
+		ws_hint_set_state(WS_HINT_WORKER);
 		if (r == FOUND_TASK)
 			run_stolen(w, t);
 		else
 			run_job(w, j);
 	}
+	ws_thread_unregister();
 	return NULL;
 }
 
@@ -633,6 +643,7 @@ static void expose(struct ws_worker *w)
 					    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 		;
 	d->split = ns;
+	ws_hint_set_stealable(ns - (uint32_t)ts);	/* exposed now: split - head */
 	count(&w->nr_exposes);
 }
 

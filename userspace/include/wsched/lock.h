@@ -49,7 +49,8 @@ extern "C" {
  * process's slot array, claim a free slot of this thread's probe window.
  * Returns 0 (also when already registered), -ENOENT/-ECONNREFUSED when no
  * scheduler serves hints, -EACCES when the socket is not ours to use,
- * -ENOSPC when the probe window is full, -EPROTO on a version mismatch.
+ * -ENOSPC when the probe window is full, -EPROTO on a version mismatch,
+ * -ETIMEDOUT when the loader did not answer within 1 s.
  * On failure the thread keeps working with its private slot.
  * Pool workers register themselves; the slot is released at thread exit.
  */

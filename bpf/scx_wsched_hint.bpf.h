@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * scx_wsched hints (issue 5, phase 1): the scheduler side of the protocol
+ * of Documentation/abi.md. Included once, by scx_wsched.bpf.c, after its
+ * stats helpers.
+ *
+ * Every registered process has its own mmapable array of WS_HINT_NR_SLOTS
+ * struct ws_hint_slot; the loader puts it into hint_procs at key = the
+ * process's tgid, which it took from SO_PEERCRED. Here a task's slots are
+ * found only through hint_procs[p->tgid] (the kernel's tgid), and a slot
+ * counts only if its owner_tid is p->pid: whatever a process writes, it can
+ * describe only its own threads. Every field is untrusted: a value out of
+ * range is counted in nr_hint_malformed and ignored.
+ *
+ * Grace (wsched_hint_tick, called first in ops.tick): the kernel's tick
+ * charges the running task's slice and, if ops.tick leaves it at 0,
+ * reschedules (task_tick_scx in kernel/sched/ext.c). A task whose slot says
+ * it is inside a critical section when that happens gets its slice set to
+ * grace_ns instead, so it can leave the section before it is preempted:
+ * - at most once per run (between two context switches of the task: the
+ *   sum of its nvcsw and nivcsw must have changed since the last grace),
+ *   and at most once per cs_count value, so a task can never chain graces;
+ * - the next tick charges the grace like any slice; if it then still is in
+ *   the same section (same cs_count, depth > 0), that is nr_grace_overrun,
+ *   and it is preempted as usual;
+ * - the grace is run time like any other: wsched_stopping() adds it to the
+ *   task's vtime, so a task gains no CPU share from it, only a later
+ *   preemption point.
+ * The slice is only checked at ticks, so a grace lasts until the first tick
+ * after it is used up: grace_ns rounded up to the tick (4 ms at HZ=250).
+ */
+#ifndef __SCX_WSCHED_HINT_BPF_H
+#define __SCX_WSCHED_HINT_BPF_H
+
+#include <wsched/hint.h>
+
+const volatile u64 grace_ns = WSCHED_GRACE_US_DFL * 1000ULL;	/* 0: no grace */
+
+/*
+ * BTF carries no local variable types, and clang emits the value type of an
+ * inner map definition only as a forward declaration; libbpf then cannot
+ * size the inner map. This unused global puts the full type into BTF.
+ */
+struct ws_hint_slot hint_slot_btf_anchor;
+
+/* The array one process maps; the loader creates one per process. */
+struct hint_slots {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, WS_HINT_NR_SLOTS);
+	__type(key, u32);
+	__type(value, struct ws_hint_slot);
+};
+
+/* tgid -> that process's slot array (inserted and deleted by the loader). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
+	__uint(max_entries, WS_HINT_MAX_PROCS);
+	__type(key, u32);
+	__array(values, struct hint_slots);
+} hint_procs SEC(".maps");
+
+struct hint_ctx {
+	u32 slot;		/* last slot index that matched, + 1; 0: none */
+	u32 graced;		/* a grace was granted; the fields below are valid */
+	u64 grace_cs_count;	/* cs_count when the grace was granted */
+	u64 grace_switches;	/* nvcsw + nivcsw then */
+	u32 overrun_counted;	/* nr_grace_overrun already counted for it */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct hint_ctx);
+} hint_ctxs SEC(".maps");
+
+/*
+ * The slot of @p, or NULL. Probes the cached index, then WS_HINT_PROBE
+ * slots from pid % WS_HINT_NR_SLOTS; the first slot owned by p->pid wins.
+ * A slot owned by p->pid with a wrong ABI version is malformed.
+ */
+static __always_inline struct ws_hint_slot *hint_slot(struct task_struct *p, struct hint_ctx *hc)
+{
+	u32 tgid = p->tgid, tid = p->pid, i, idx;
+	struct ws_hint_slot *s;
+	void *slots;
+
+	slots = bpf_map_lookup_elem(&hint_procs, &tgid);
+	if (!slots)
+		return NULL;
+	if (hc && hc->slot) {
+		idx = (hc->slot - 1) & (WS_HINT_NR_SLOTS - 1);
+		s = bpf_map_lookup_elem(slots, &idx);
+		if (s && s->owner_tid == tid)
+			goto found;
+	}
+	for (i = 0; i < WS_HINT_PROBE; i++) {
+		idx = (tid + i) & (WS_HINT_NR_SLOTS - 1);
+		s = bpf_map_lookup_elem(slots, &idx);
+		if (s && s->owner_tid == tid)
+			goto found;
+	}
+	return NULL;
+found:
+	if (s->abi_version != WS_HINT_ABI_VERSION) {
+		STAT_INC(nr_hint_malformed);
+		return NULL;
+	}
+	if (hc)
+		hc->slot = idx + 1;
+	return s;
+}
+
+static __always_inline void wsched_hint_tick(struct task_struct *p)
+{
+	struct ws_hint_slot *s, snap;
+	struct hint_ctx *hc;
+	u64 count, switches;
+	u32 depth;
+
+	if (p->scx.slice || !grace_ns)
+		return;
+	hc = bpf_task_storage_get(&hint_ctxs, p, 0, 0);
+	s = hint_slot(p, hc);
+	if (!s)
+		return;
+	/* One read of the untrusted slot: check and use the same values. */
+	__builtin_memcpy(&snap, s, sizeof(snap));
+	depth = snap.cs_depth;
+	count = snap.cs_count;
+	if (depth > WS_HINT_MAX_DEPTH || snap.state > WS_HINT_STATE_MAX) {
+		STAT_INC(nr_hint_malformed);
+		return;
+	}
+	if (!depth)
+		return;
+	if (!hc) {
+		hc = bpf_task_storage_get(&hint_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!hc)
+			return;
+	}
+	switches = p->nvcsw + p->nivcsw;
+	if (hc->graced && count == hc->grace_cs_count) {
+		/* Still in the section that got the grace: no second one. */
+		if (switches == hc->grace_switches && !hc->overrun_counted) {
+			hc->overrun_counted = 1;
+			STAT_INC(nr_grace_overrun);
+		}
+		return;
+	}
+	if (hc->graced && switches == hc->grace_switches)
+		return;		/* one grace per run */
+	hc->graced = 1;
+	hc->grace_cs_count = count;
+	hc->grace_switches = switches;
+	hc->overrun_counted = 0;
+	scx_bpf_task_set_slice(p, grace_ns);
+	STAT_INC(nr_grace_granted);
+}
+
+#endif /* __SCX_WSCHED_HINT_BPF_H */

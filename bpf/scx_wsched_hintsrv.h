@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The loader's hint server (Documentation/abi.md), included once by
+ * scx_wsched.c: a unix socket through which processes register for hints.
+ *
+ * For each connection the server takes the peer's tgid from SO_PEERCRED
+ * (the kernel's word, not the client's), creates that process's own
+ * mmapable slot array, inserts it at hint_procs[tgid] in the BPF object,
+ * and sends the map fd (SCM_RIGHTS) with a struct ws_hint_hello. It keeps
+ * the connection and, when it can, a pidfd of the peer (SO_PEERPIDFD, also
+ * from the kernel); when either says the process is gone, it deletes
+ * hint_procs[tgid]. A process therefore holds a writable mapping of its own
+ * array only, and the scheduler reaches an array only through the tgid of
+ * the task it schedules.
+ *
+ * PID reuse: a tgid can only be reused after the process was reaped, which
+ * is after its pidfd became readable and its files (the socket) were
+ * closed. Each poll round handles those events before it accepts new
+ * connections, so an entry is deleted before a new process with the same
+ * tgid can be registered; and a new connection for a tgid that still has an
+ * entry replaces it (and closes the old connection), so a late event of the
+ * old connection cannot delete the new entry. Between the exit of a process
+ * and the poll round that sees it, the stale entry can only match tasks of
+ * that tgid, which no longer exist (the tgid is not reused yet).
+ * One residual case: without SO_PEERPIDFD (kernels before 6.5) a process
+ * that handed its socket to a child keeps its entry until the child closes
+ * it; a new process reusing the tgid meanwhile could then be described by
+ * the old array, which only the old process's child can write: it can make
+ * that process's threads get graces (bounded, charged), nothing more.
+ *
+ * Single-threaded: everything runs in the loader's main loop.
+ */
+#ifndef __SCX_WSCHED_HINTSRV_H
+#define __SCX_WSCHED_HINTSRV_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <wsched/hint.h>
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77		/* Linux 6.5, asm-generic/socket.h */
+#endif
+
+struct hint_conn {
+	int sock;
+	int pidfd;		/* -1 without SO_PEERPIDFD */
+	int map_fd;		/* the process's slot array */
+	__u32 tgid;
+};
+
+struct hint_server {
+	int lfd;		/* -1: hints off */
+	int outer_fd;		/* hint_procs of the loaded object, -1 while none */
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int nr;
+	struct hint_conn conns[WS_HINT_MAX_PROCS];
+	unsigned long nr_accepted, nr_refused;
+};
+
+static void hint_server_init(struct hint_server *hs)
+{
+	memset(hs, 0, sizeof(*hs));
+	hs->lfd = -1;
+	hs->outer_fd = -1;
+}
+
+/* Group name or number -> gid; -1 if unknown. */
+static long hint_parse_group(const char *name)
+{
+	struct group *g = getgrnam(name);
+	char *end;
+	long v;
+
+	if (g)
+		return g->gr_gid;
+	errno = 0;
+	v = strtol(name, &end, 10);
+	if (!*name || *end || errno || v < 0 || v > 0x7fffffff)
+		return -1;
+	return v;
+}
+
+/*
+ * Create the listening socket at @path: mode 0600 root:root, or 0660
+ * root:@gid when @gid >= 0. Its directory is created (0755) if missing and
+ * must be a root-owned directory nobody else can write to. Returns 0, or
+ * -errno with a one-line reason in @why.
+ */
+static int hint_server_start(struct hint_server *hs, const char *path, long gid,
+			     char *why, size_t why_len)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	char dir[sizeof(hs->path)], *slash;
+	struct stat st;
+	mode_t old_mask;
+	int fd, err;
+
+	if (strlen(path) >= sizeof(hs->path) || path[0] != '/') {
+		snprintf(why, why_len, "socket path must be absolute and shorter than %zu bytes",
+			 sizeof(hs->path));
+		return -EINVAL;
+	}
+	strcpy(dir, path);
+	slash = strrchr(dir, '/');
+	*slash = '\0';
+	if (dir[0]) {
+		if (mkdir(dir, 0755) && errno != EEXIST) {
+			err = -errno;
+			snprintf(why, why_len, "cannot create %s: %s", dir, strerror(errno));
+			return err;
+		}
+		if (lstat(dir, &st) || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+		    (st.st_mode & 022)) {
+			snprintf(why, why_len, "%s must be a directory owned by root and writable only by root",
+				 dir);
+			return -EPERM;
+		}
+	}
+	if (!lstat(path, &st)) {
+		if (!S_ISSOCK(st.st_mode)) {
+			snprintf(why, why_len, "%s exists and is not a socket", path);
+			return -EEXIST;
+		}
+		/* Someone listening: another loader; else left by a killed one. */
+		strcpy(addr.sun_path, path);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && !connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
+			close(fd);
+			snprintf(why, why_len, "another loader serves %s", path);
+			return -EADDRINUSE;
+		}
+		if (fd >= 0)
+			close(fd);
+		unlink(path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		err = -errno;
+		snprintf(why, why_len, "socket: %s", strerror(errno));
+		return err;
+	}
+	strcpy(addr.sun_path, path);
+	old_mask = umask(0177);		/* never reachable by others, even briefly */
+	err = bind(fd, (struct sockaddr *)&addr, sizeof(addr)) ? -errno : 0;
+	umask(old_mask);
+	if (!err && gid >= 0 && (chown(path, 0, (gid_t)gid) || chmod(path, 0660)))
+		err = -errno;
+	if (!err && listen(fd, 64))
+		err = -errno;
+	if (err) {
+		snprintf(why, why_len, "cannot serve %s: %s", path, strerror(-err));
+		close(fd);
+		unlink(path);
+		return err;
+	}
+	hs->lfd = fd;
+	strcpy(hs->path, path);
+	return 0;
+}
+
+static void hint_conn_close(struct hint_server *hs, int i)
+{
+	struct hint_conn *c = &hs->conns[i];
+
+	if (hs->outer_fd >= 0)
+		bpf_map_delete_elem(hs->outer_fd, &c->tgid);	/* ENOENT: fine */
+	close(c->sock);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	close(c->map_fd);
+	hs->conns[i] = hs->conns[--hs->nr];
+}
+
+/* A new BPF object was loaded (first load or a restart): fill its map. */
+static void hint_server_attach(struct hint_server *hs, int outer_fd)
+{
+	int i;
+
+	hs->outer_fd = outer_fd;
+	for (i = 0; i < hs->nr; i++)
+		bpf_map_update_elem(outer_fd, &hs->conns[i].tgid, &hs->conns[i].map_fd, BPF_ANY);
+}
+
+static void hint_server_detach(struct hint_server *hs)
+{
+	hs->outer_fd = -1;
+}
+
+static void hint_accept(struct hint_server *hs)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
+	struct ws_hint_hello hello = {
+		.abi_version = WS_HINT_ABI_VERSION,
+		.nr_slots = WS_HINT_NR_SLOTS,
+		.slot_size = WS_HINT_SLOT_SIZE,
+	};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = { &hello, sizeof(hello) };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf.buf, .msg_controllen = sizeof(cbuf.buf),
+	};
+	struct cmsghdr *cm;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	struct hint_conn c = { .pidfd = -1, .map_fd = -1 };
+	int i;
+
+	memset(&cbuf, 0, sizeof(cbuf));		/* no stack bytes in the cmsg padding */
+	c.sock = accept4(hs->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (c.sock < 0)
+		return;
+	if (getsockopt(c.sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.pid <= 0)
+		goto refuse;
+	c.tgid = (__u32)cred.pid;	/* the connecting process's tgid */
+	len = sizeof(c.pidfd);
+	if (getsockopt(c.sock, SOL_SOCKET, SO_PEERPIDFD, &c.pidfd, &len))
+		c.pidfd = -1;
+	/* One entry per process: a new connection replaces an old one. */
+	for (i = 0; i < hs->nr; i++)
+		if (hs->conns[i].tgid == c.tgid) {
+			hint_conn_close(hs, i);
+			break;
+		}
+	if (hs->nr >= (int)WS_HINT_MAX_PROCS || hs->outer_fd < 0)
+		goto refuse;
+	c.map_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "ws_hint_slots", sizeof(__u32),
+				  WS_HINT_SLOT_SIZE, WS_HINT_NR_SLOTS, &opts);
+	if (c.map_fd < 0)
+		goto refuse;
+	if (bpf_map_update_elem(hs->outer_fd, &c.tgid, &c.map_fd, BPF_ANY))
+		goto refuse;
+	cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &c.map_fd, sizeof(int));
+	if (sendmsg(c.sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(hello)) {
+		bpf_map_delete_elem(hs->outer_fd, &c.tgid);
+		goto refuse;
+	}
+	hs->conns[hs->nr++] = c;
+	hs->nr_accepted++;
+	return;
+refuse:
+	hs->nr_refused++;
+	if (c.map_fd >= 0)
+		close(c.map_fd);
+	if (c.pidfd >= 0)
+		close(c.pidfd);
+	close(c.sock);
+}
+
+/* True if connection @i is gone: socket hangup or process exit. */
+static bool hint_conn_gone(struct hint_conn *c, short sock_ev, short pid_ev)
+{
+	char junk[256];
+	int k;
+
+	if (pid_ev & (POLLIN | POLLHUP | POLLERR))
+		return true;
+	if (sock_ev & (POLLHUP | POLLERR | POLLRDHUP))
+		return true;
+	if (!(sock_ev & POLLIN))
+		return false;
+	for (k = 0; k < 16; k++) {	/* clients send nothing; drop what they do */
+		ssize_t n = recv(c->sock, junk, sizeof(junk), MSG_DONTWAIT);
+
+		if (n == 0)
+			return true;
+		if (n < 0)
+			return errno != EAGAIN && errno != EINTR;
+	}
+	return false;
+}
+
+/* Wait up to @timeout_ms for events and handle them (a sleep when off). */
+static void hint_server_poll(struct hint_server *hs, int timeout_ms)
+{
+	static struct pollfd pfd[1 + 2 * WS_HINT_MAX_PROCS];
+	int i, n = 0, nr;
+
+	if (hs->lfd < 0) {
+		usleep(timeout_ms * 1000);
+		return;
+	}
+	nr = hs->nr;
+	for (i = 0; i < nr; i++) {
+		pfd[2 * i] = (struct pollfd){ hs->conns[i].sock, POLLIN | POLLRDHUP, 0 };
+		pfd[2 * i + 1] = (struct pollfd){ hs->conns[i].pidfd, POLLIN, 0 };
+	}
+	pfd[2 * nr] = (struct pollfd){ hs->lfd, POLLIN, 0 };
+	n = poll(pfd, 2 * nr + 1, timeout_ms);
+	if (n <= 0)
+		return;
+	/* Departures first (see "PID reuse" above), from the end so that
+	 * hint_conn_close's swap-with-last keeps the indices valid. */
+	for (i = nr - 1; i >= 0; i--)
+		if (hint_conn_gone(&hs->conns[i], pfd[2 * i].revents, pfd[2 * i + 1].revents))
+			hint_conn_close(hs, i);
+	if (pfd[2 * nr].revents & POLLIN)
+		for (i = 0; i < 64; i++) {	/* bounded per round */
+			unsigned long before = hs->nr_accepted + hs->nr_refused;
+
+			hint_accept(hs);
+			if (hs->nr_accepted + hs->nr_refused == before)
+				break;		/* EAGAIN: queue empty */
+		}
+}
+
+static void hint_server_stop(struct hint_server *hs)
+{
+	while (hs->nr)
+		hint_conn_close(hs, hs->nr - 1);
+	if (hs->lfd >= 0) {
+		close(hs->lfd);
+		unlink(hs->path);
+	}
+	hs->lfd = -1;
+}
+
+#endif /* __SCX_WSCHED_HINTSRV_H */

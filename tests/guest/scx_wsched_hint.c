@@ -1,0 +1,787 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * scx_wsched hints (issue 5, phase 1; Documentation/abi.md): registration
+ * of many threads of several processes, removal of a killed process's
+ * entry, the socket's permission model, isolation between processes, and
+ * the critical-section grace (granted, and bounded).
+ *
+ * The test reads the scheduler's maps directly (libbpf, as root): the
+ * outer map hint_procs (tgid -> slot array) and the per-CPU wsched_stats.
+ * Needs at least 3 CPUs (the lab guest of `make test-guest` has 4).
+ */
+#include <grp.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+/* scx_wsched_util.h's ws_spawn (run the loader) clashes with libwsched's. */
+#define ws_spawn ws_spawn_loader
+#include "scx_wsched_util.h"
+#undef ws_spawn
+#include "kselftest_harness.h"
+#include "scx_wsched.h"
+#include "wsched/lock.h"
+#include "wsched/pool.h"
+
+#define OUT_FILE "/tmp/scx_wsched_hint.out"
+#define ERR_FILE "/tmp/scx_wsched_hint.err"
+#define HOG_CPU	1	/* where the grace and isolation scenarios run */
+#define ATK_CPU	2	/* the attacker, out of their way */
+
+/* ------------------------------------------------------------ BPF maps */
+
+/* fd of the newest map named @name, or -1. */
+static int map_by_name(const char *name)
+{
+	__u32 id = 0, best = 0;
+	int fd;
+
+	while (!bpf_map_get_next_id(id, &id)) {
+		struct bpf_map_info info = {};
+		__u32 len = sizeof(info);
+
+		fd = bpf_map_get_fd_by_id(id);
+		if (fd < 0)
+			continue;
+		if (!bpf_map_get_info_by_fd(fd, &info, &len) && !strcmp(info.name, name))
+			best = id;
+		close(fd);
+	}
+	return best ? bpf_map_get_fd_by_id(best) : -1;
+}
+
+/* fd of the slot array of @tgid, or -1 when hint_procs has no entry. */
+static int slots_of(pid_t tgid)
+{
+	int outer = map_by_name("hint_procs"), fd = -1;
+	__u32 key = tgid, inner_id;
+
+	if (outer < 0)
+		return -1;
+	if (!bpf_map_lookup_elem(outer, &key, &inner_id))
+		fd = bpf_map_get_fd_by_id(inner_id);
+	close(outer);
+	return fd;
+}
+
+/* Slots of array @fd owned by @tid within its probe window (the BPF rule). */
+static int owned_in_window(int fd, pid_t tid)
+{
+	struct ws_hint_slot s;
+	__u32 i, idx;
+	int n = 0;
+
+	for (i = 0; i < WS_HINT_PROBE; i++) {
+		idx = (tid + i) % WS_HINT_NR_SLOTS;
+		if (!bpf_map_lookup_elem(fd, &idx, &s) && s.owner_tid == (__u32)tid &&
+		    s.abi_version == WS_HINT_ABI_VERSION)
+			n++;
+	}
+	return n;
+}
+
+static int slots_owned(int fd)
+{
+	struct ws_hint_slot s;
+	__u32 idx;
+	int n = 0;
+
+	for (idx = 0; idx < WS_HINT_NR_SLOTS; idx++)
+		if (!bpf_map_lookup_elem(fd, &idx, &s) && s.owner_tid)
+			n++;
+	return n;
+}
+
+/* Sum of the per-CPU counters. */
+static int read_stats(struct wsched_stats *out)
+{
+	int fd = map_by_name("wsched_stats"), n = libbpf_num_possible_cpus(), c;
+	struct wsched_stats *v;
+	__u32 zero = 0;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	if (fd < 0 || n <= 0)
+		return -1;
+	v = calloc(n, sizeof(*v));
+	if (!v || bpf_map_lookup_elem(fd, &zero, v)) {
+		free(v);
+		close(fd);
+		return -1;
+	}
+	for (c = 0; c < n; c++)
+		for (i = 0; i < WSCHED_NR_STATS; i++)
+			((__u64 *)out)[i] += ((__u64 *)&v[c])[i];
+	free(v);
+	close(fd);
+	return 0;
+}
+
+static bool wait_gone(pid_t tgid, double timeout)
+{
+	double end = ws_now() + timeout;
+	int fd;
+
+	do {
+		fd = slots_of(tgid);
+		if (fd < 0)
+			return true;
+		close(fd);
+		ws_sleep(0.05);
+	} while (ws_now() < end);
+	return false;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static pid_t gettid_(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+static void *shared_mem(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static bool wait_flag(volatile int *flag, int val, double timeout)
+{
+	double end = ws_now() + timeout;
+
+	while (*flag != val) {
+		if (ws_now() > end)
+			return false;
+		ws_sleep(0.01);
+	}
+	return true;
+}
+
+FIXTURE(hint) {
+	pid_t pid;
+	long users_gid;
+};
+
+FIXTURE_SETUP(hint)
+{
+	const char *args[] = { "--group", "users", "--grace-us", "1000", NULL };
+	struct group *g = getgrnam("users");
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 3)
+		SKIP(return, "needs at least 3 online CPUs");
+	ASSERT_NE(NULL, g) TH_LOG("no group 'users' in this system");
+	self->users_gid = g->gr_gid;
+	ASSERT_TRUE(ws_wait_state(false, 10)) TH_LOG("a sched_ext scheduler is loaded before the test");
+	self->pid = ws_start(args, OUT_FILE, ERR_FILE);
+	ASSERT_LT(0, self->pid) TH_LOG("scx_wsched did not become enabled");
+}
+
+FIXTURE_TEARDOWN(hint)
+{
+	if (self->pid > 0 && waitpid(self->pid, NULL, WNOHANG) == 0)
+		EXPECT_EQ(0, ws_stop(self->pid));
+	EXPECT_NE(0, access(WS_HINT_SOCK_PATH, F_OK)) TH_LOG("the loader left its socket behind");
+}
+
+/* ------------------------------------------------ registration, many */
+
+#define NR_PROCS	3
+#define NR_THREADS	24
+
+struct reg_shared {
+	int ready[NR_PROCS];		/* threads registered */
+	int go_exit;
+	int rc[NR_PROCS][NR_THREADS];
+	pid_t tid[NR_PROCS][NR_THREADS];
+	double ns_per_pair, ns_per_pair_private;
+};
+
+struct reg_arg {
+	struct reg_shared *sh;
+	int proc, idx;
+};
+
+/* ns per ws_critical_enter+exit pair on the calling thread's slot. */
+static double pair_ns(void)
+{
+	long n = 2000000, i;
+	double t0 = ws_now();
+
+	for (i = 0; i < n; i++) {
+		ws_critical_enter();
+		__asm__ __volatile__("" ::: "memory");
+		ws_critical_exit();
+	}
+	return (ws_now() - t0) * 1e9 / n;
+}
+
+static void *reg_thread(void *p)
+{
+	struct reg_arg *a = p;
+	struct reg_shared *sh = a->sh;
+
+	if (a->proc == 0 && a->idx == 0)
+		sh->ns_per_pair_private = pair_ns();
+	sh->tid[a->proc][a->idx] = gettid_();
+	sh->rc[a->proc][a->idx] = ws_thread_register();
+	if (a->proc == 0 && a->idx == 0 && ws_thread_registered())
+		sh->ns_per_pair = pair_ns();
+	__atomic_fetch_add(&sh->ready[a->proc], 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&sh->go_exit, __ATOMIC_SEQ_CST))
+		ws_sleep(0.01);
+	return NULL;	/* the thread-exit destructor releases the slot */
+}
+
+static void reg_child(struct reg_shared *sh, int proc)
+{
+	struct reg_arg args[NR_THREADS];
+	pthread_t th[NR_THREADS];
+	int i;
+
+	for (i = 0; i < NR_THREADS; i++) {
+		args[i] = (struct reg_arg){ sh, proc, i };
+		pthread_create(&th[i], NULL, reg_thread, &args[i]);
+	}
+	for (i = 0; i < NR_THREADS; i++)
+		pthread_join(th[i], NULL);
+	_exit(0);
+}
+
+TEST_F_TIMEOUT(hint, registration_many_threads_of_several_processes, 120)
+{
+	struct reg_shared *sh = shared_mem(sizeof(*sh));
+	pid_t kids[NR_PROCS];
+	int p, t, fd, st;
+
+	ASSERT_NE(NULL, sh);
+	for (p = 0; p < NR_PROCS; p++) {
+		kids[p] = fork();
+		ASSERT_LE(0, kids[p]);
+		if (!kids[p])
+			reg_child(sh, p);
+	}
+	for (p = 0; p < NR_PROCS; p++) {
+		bool ok = wait_flag(&sh->ready[p], NR_THREADS, 30);
+		int got = ok ? NR_THREADS : sh->ready[p];
+
+		ASSERT_TRUE(ok) TH_LOG("%d of %d threads registered", got, NR_THREADS);
+	}
+	TH_LOG("ws_critical_enter+exit in the guest (TCG): %.2f ns per pair with a registered slot, %.2f ns private",
+	       sh->ns_per_pair, sh->ns_per_pair_private);
+	for (p = 0; p < NR_PROCS; p++) {
+		fd = slots_of(kids[p]);
+		ASSERT_LE(0, fd) TH_LOG("no hint_procs entry for process %d", kids[p]);
+		for (t = 0; t < NR_THREADS; t++) {
+			EXPECT_EQ(0, sh->rc[p][t]) TH_LOG("process %d thread %d", p, t);
+			EXPECT_EQ(1, owned_in_window(fd, sh->tid[p][t]))
+				TH_LOG("tid %d does not own exactly one slot of its window", sh->tid[p][t]);
+		}
+		EXPECT_EQ(NR_THREADS, slots_owned(fd));
+		close(fd);
+	}
+	/* Isolation of the arrays: each process has its own. */
+	for (p = 1; p < NR_PROCS; p++) {
+		int a = slots_of(kids[0]), b = slots_of(kids[p]);
+		struct bpf_map_info ia = {}, ib = {};
+		__u32 la = sizeof(ia), lb = sizeof(ib);
+
+		ASSERT_EQ(0, bpf_map_get_info_by_fd(a, &ia, &la));
+		ASSERT_EQ(0, bpf_map_get_info_by_fd(b, &ib, &lb));
+		EXPECT_NE(ia.id, ib.id);
+		close(a);
+		close(b);
+	}
+
+	__atomic_store_n(&sh->go_exit, 1, __ATOMIC_SEQ_CST);
+	for (p = 0; p < NR_PROCS; p++) {
+		ASSERT_EQ(kids[p], waitpid(kids[p], &st, 0));
+		EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		EXPECT_TRUE(wait_gone(kids[p], 5)) TH_LOG("entry of exited process %d stays", kids[p]);
+	}
+}
+
+/* ------------------------------------------------ pool workers */
+
+/* Count the slots of array @fd owned by a thread, and those in @state. */
+static int slots_in_state(int fd, __u32 state, int *owned)
+{
+	struct ws_hint_slot s;
+	__u32 idx;
+	int n = 0;
+
+	*owned = 0;
+	for (idx = 0; idx < WS_HINT_NR_SLOTS; idx++)
+		if (!bpf_map_lookup_elem(fd, &idx, &s) && s.owner_tid) {
+			(*owned)++;
+			n += s.state == state;
+		}
+	return n;
+}
+
+TEST_F_TIMEOUT(hint, pool_workers_register_and_publish_parked, 60)
+{
+	struct ws_pool_attr attr;
+	struct ws_pool *pool;
+	int fd, owned = 0, parked = 0;
+	double end;
+
+	ws_pool_attr_init(&attr);
+	attr.nr_workers = 6;
+	attr.no_spin = true;
+	ASSERT_EQ(0, ws_pool_create(&pool, &attr));
+	fd = -1;
+	end = ws_now() + 10;
+	while (ws_now() < end) {	/* workers start, find nothing, park */
+		if (fd < 0)
+			fd = slots_of(getpid());
+		if (fd >= 0) {
+			parked = slots_in_state(fd, WS_HINT_PARKED, &owned);
+			if (owned == 6 && parked == 6)
+				break;
+		}
+		ws_sleep(0.05);
+	}
+	ASSERT_LE(0, fd) TH_LOG("the pool's process has no hint_procs entry");
+	EXPECT_EQ(6, owned);
+	EXPECT_EQ(6, parked);
+	EXPECT_EQ(0, ws_pool_destroy(pool));
+	slots_in_state(fd, WS_HINT_PARKED, &owned);
+	EXPECT_EQ(0, owned) TH_LOG("workers that exited still own slots");
+	close(fd);
+}
+
+/* ------------------------------------------------ SIGKILL */
+
+TEST_F_TIMEOUT(hint, sigkilled_process_loses_its_entry, 60)
+{
+	int *ready = shared_mem(sizeof(int));
+	pid_t kid;
+	int fd;
+
+	ASSERT_NE(NULL, ready);
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		*ready = ws_thread_register() == 0 ? 1 : -1;
+		for (;;)
+			pause();
+	}
+	ASSERT_TRUE(wait_flag(ready, 1, 20)) TH_LOG("child could not register (%d)", *ready);
+	fd = slots_of(kid);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(1, owned_in_window(fd, kid));
+	close(fd);
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	EXPECT_TRUE(wait_gone(kid, 5)) TH_LOG("entry of the killed process %d stays", kid);
+}
+
+/* ------------------------------------------------ permissions */
+
+/* In a child: drop to uid/gid 65534 with @groups; exit 0 if registration
+ * returned @want, else 10 + |rc|. */
+static int register_as_nobody(gid_t *groups, int n, int want)
+{
+	pid_t kid = fork();
+	int st;
+
+	if (kid < 0)
+		return -1;
+	if (!kid) {
+		int rc;
+
+		if (setgroups(n, groups) || setgid(65534) || setuid(65534))
+			_exit(3);
+		rc = ws_thread_register();
+		_exit(rc == want ? 0 : 10 + (rc < 0 ? -rc : rc) % 200);
+	}
+	waitpid(kid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+TEST_F(hint, nonroot_needs_the_group)
+{
+	gid_t users = self->users_gid;
+	struct stat st;
+
+	ASSERT_EQ(0, stat(WS_HINT_SOCK_PATH, &st));
+	EXPECT_EQ(0660, st.st_mode & 0777);
+	EXPECT_EQ(0, st.st_uid);
+	EXPECT_EQ(users, st.st_gid);
+	EXPECT_EQ(0, register_as_nobody(NULL, 0, -EACCES))
+		TH_LOG("a process outside the group was not refused");
+	EXPECT_EQ(0, register_as_nobody(&users, 1, 0))
+		TH_LOG("a member of the group could not register");
+}
+
+/* Bad hint options: status 2 and one line on stderr, nothing loaded. */
+TEST(bad_hint_args_fail)
+{
+	const char *cases[][3] = {
+		{ "--grace-us", "4001", NULL },
+		{ "--grace-us", "-1", NULL },
+		{ "--grace-us", "1ms", NULL },
+		{ "--group", "no-such-group-wsched", NULL },
+		{ "--hint-socket", "relative/wsched.sock", NULL },
+	};
+	unsigned int i;
+	char line[512];
+	FILE *f;
+	int lines;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		EXPECT_EQ(2, ws_run(cases[i], ERR_FILE)) TH_LOG("case %s %s", cases[i][0], cases[i][1]);
+		f = fopen(ERR_FILE, "r");
+		ASSERT_NE(NULL, f);
+		for (lines = 0; fgets(line, sizeof(line), f); lines++)
+			;
+		fclose(f);
+		EXPECT_EQ(1, lines) TH_LOG("case %s %s: %d lines on stderr", cases[i][0], cases[i][1], lines);
+		EXPECT_TRUE(ws_wait_state(false, 1));
+	}
+}
+
+/* A socket directory others can write to is refused (status 1). */
+TEST(unsafe_socket_directory_fails)
+{
+	const char *args[] = { "--hint-socket", "/tmp/wsched-unsafe/wsched.sock", NULL };
+
+	mkdir("/tmp/wsched-unsafe", 0777);
+	ASSERT_EQ(0, chmod("/tmp/wsched-unsafe", 0777));
+	EXPECT_EQ(1, ws_run(args, ERR_FILE));
+	EXPECT_TRUE(ws_file_contains(ERR_FILE, "must be a directory owned by root and writable only by root"));
+	EXPECT_TRUE(ws_wait_state(false, 1));
+	rmdir("/tmp/wsched-unsafe");
+}
+
+/* Without --group, only root may register. */
+TEST(default_socket_is_root_only)
+{
+	const char *args[] = { NULL };
+	gid_t users = getgrnam("users") ? getgrnam("users")->gr_gid : 100;
+	struct stat st;
+	pid_t loader, kid;
+	int status;
+
+	ASSERT_TRUE(ws_wait_state(false, 10)) TH_LOG("a sched_ext scheduler is loaded before the test");
+	loader = ws_start(args, NULL, ERR_FILE);
+	ASSERT_LT(0, loader) TH_LOG("scx_wsched did not become enabled");
+	EXPECT_EQ(0, stat(WS_HINT_SOCK_PATH, &st));
+	EXPECT_EQ(0600, st.st_mode & 0777);
+	EXPECT_EQ(0, st.st_uid);
+	EXPECT_EQ(0, st.st_gid);
+	EXPECT_EQ(0, register_as_nobody(&users, 1, -EACCES))
+		TH_LOG("a non-root process registered without --group");
+	kid = fork();
+	if (!kid)
+		_exit(ws_thread_register() == 0 ? 0 : 1);
+	ASSERT_EQ(kid, waitpid(kid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) TH_LOG("root could not register");
+	EXPECT_EQ(0, ws_stop(loader));
+	EXPECT_NE(0, access(WS_HINT_SOCK_PATH, F_OK)) TH_LOG("the loader left its socket behind");
+}
+
+/* ------------------------------------------------ isolation */
+
+/* A hostile client: speaks the protocol itself, returns the mapped array. */
+static struct ws_hint_slot *raw_register(void)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX, .sun_path = WS_HINT_SOCK_PATH };
+	struct ws_hint_hello hello;
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { &hello, sizeof(hello) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c;
+	int s = socket(AF_UNIX, SOCK_STREAM, 0), fd = -1;
+	void *m;
+
+	if (s < 0 || connect(s, (struct sockaddr *)&addr, sizeof(addr)) ||
+	    recvmsg(s, &msg, 0) != sizeof(hello))
+		return NULL;
+	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+		if (c->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	if (fd < 0)
+		return NULL;
+	m = mmap(NULL, WS_HINT_NR_SLOTS * WS_HINT_SLOT_SIZE, PROT_READ | PROT_WRITE,
+		 MAP_SHARED, fd, 0);
+	return m == MAP_FAILED ? NULL : m;	/* s stays open: registered */
+}
+
+struct spin_shared {
+	volatile pid_t tid;
+	volatile int ready;
+	volatile unsigned long long cpu_ns;
+	volatile unsigned long long sections;
+};
+
+enum spin_mode { SPIN_PLAIN, SPIN_CS_FOREVER, SPIN_CS_SHORT };
+
+/* A registered thread on HOG_CPU: plain spinning, in a critical section
+ * forever, or in short critical sections back to back. */
+static void spinner(struct spin_shared *sh, enum spin_mode mode)
+{
+	pin(HOG_CPU);
+	sh->tid = gettid_();
+	if (ws_thread_register())
+		_exit(2);
+	if (mode == SPIN_CS_FOREVER)
+		ws_critical_enter();
+	sh->ready = 1;
+	for (;;) {
+		double end;
+
+		if (mode == SPIN_CS_SHORT)
+			ws_critical_enter();
+		end = ws_now() + 200e-6;
+		while (ws_now() < end)
+			;
+		if (mode == SPIN_CS_SHORT) {
+			ws_critical_exit();
+			sh->sections++;
+			end = ws_now() + 100e-6;
+			while (ws_now() < end)
+				;
+		}
+		sh->cpu_ns = ws_thread_ns();
+	}
+}
+
+static pid_t start_spinner(struct spin_shared *sh, enum spin_mode mode)
+{
+	pid_t kid = fork();
+
+	if (!kid)
+		spinner(sh, mode);
+	return kid;
+}
+
+TEST_F_TIMEOUT(hint, foreign_tids_in_own_slots_give_no_grace, 60)
+{
+	struct spin_shared *victim = shared_mem(sizeof(*victim));
+	volatile int *atk_ready = shared_mem(sizeof(int));
+	struct wsched_stats s0, s1;
+	struct ws_hint_slot sl = {};
+	__u32 idx;
+	int fd;
+	struct ws_hogs hogs;
+	cpu_set_t one;
+	pid_t vkid, akid;
+
+	ASSERT_NE(NULL, victim);
+	ASSERT_EQ(0, ws_hogs_init(&hogs));
+	vkid = start_spinner(victim, SPIN_PLAIN);
+	ASSERT_LT(0, vkid);
+	ASSERT_TRUE(wait_flag(&victim->ready, 1, 20));
+	CPU_ZERO(&one);
+	CPU_SET(HOG_CPU, &one);
+	ASSERT_LE(0, ws_hog_start(&hogs, 0, &one));	/* competes with the victim */
+	idx = victim->tid % WS_HINT_NR_SLOTS;
+
+	akid = fork();
+	ASSERT_LE(0, akid);
+	if (!akid) {
+		/* volatile: every store must reach the shared memory. */
+		volatile struct ws_hint_slot *slots;
+		unsigned long long n = 0;
+		__u32 i;
+
+		pin(ATK_CPU);
+		slots = raw_register();
+		if (!slots)
+			_exit(2);
+		*atk_ready = 1;
+		for (;;) {	/* every slot says: the victim is in a critical section */
+			n++;
+			for (i = 0; i < WS_HINT_NR_SLOTS; i++) {
+				slots[i].abi_version = WS_HINT_ABI_VERSION;
+				slots[i].owner_tid = victim->tid;
+				slots[i].state = WS_HINT_WORKER;
+				slots[i].cs_depth = 1;
+				slots[i].cs_count = n;
+			}
+		}
+	}
+	ASSERT_TRUE(wait_flag(atk_ready, 1, 20)) TH_LOG("the attacker could not register");
+	ASSERT_EQ(0, read_stats(&s0));
+	ws_sleep(3);
+	ASSERT_EQ(0, read_stats(&s1));
+	/* The attack did land in the attacker's own array, where the
+	 * scheduler looks only for the attacker's threads. */
+	fd = slots_of(akid);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, bpf_map_lookup_elem(fd, &idx, &sl));
+	EXPECT_EQ(victim->tid, sl.owner_tid);
+	EXPECT_EQ(1, sl.cs_depth);
+	close(fd);
+	kill(akid, SIGKILL);
+	kill(vkid, SIGKILL);
+	waitpid(akid, NULL, 0);
+	waitpid(vkid, NULL, 0);
+	ws_hogs_stop(&hogs);
+	TH_LOG("grace granted %llu, overrun %llu, malformed %llu",
+	       (unsigned long long)(s1.nr_grace_granted - s0.nr_grace_granted),
+	       (unsigned long long)(s1.nr_grace_overrun - s0.nr_grace_overrun),
+	       (unsigned long long)(s1.nr_hint_malformed - s0.nr_hint_malformed));
+	EXPECT_EQ(s0.nr_grace_granted, s1.nr_grace_granted)
+		TH_LOG("another process's hints earned the victim a grace");
+	EXPECT_LT(0, victim->cpu_ns) TH_LOG("the victim never ran");
+}
+
+/*
+ * A process whose own slot is malformed (depth far beyond the limit, or a
+ * wrong ABI version) gets no grace; the slots are counted as malformed and
+ * the scheduler carries on.
+ */
+TEST_F_TIMEOUT(hint, malformed_own_slot_is_counted_and_ignored, 60)
+{
+	volatile int *ready = shared_mem(sizeof(int));
+	struct wsched_stats s0, s1;
+	struct ws_hogs hogs;
+	cpu_set_t one;
+	pid_t kid;
+
+	ASSERT_NE(NULL, ready);
+	ASSERT_EQ(0, ws_hogs_init(&hogs));
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		/* volatile: every store must reach the shared memory. */
+		volatile struct ws_hint_slot *slots, *mine;
+		pid_t tid = gettid_();
+		unsigned long long n = 0;
+
+		pin(HOG_CPU);
+		slots = raw_register();
+		if (!slots)
+			_exit(2);
+		mine = &slots[tid % WS_HINT_NR_SLOTS];
+		mine->owner_tid = tid;
+		*ready = 1;
+		for (;;) {	/* alternate the two kinds of garbage */
+			n++;
+			mine->abi_version = (n >> 20) & 1 ? WS_HINT_ABI_VERSION + 6 : WS_HINT_ABI_VERSION;
+			mine->cs_depth = 1000000;
+			mine->cs_count = n;
+		}
+	}
+	ASSERT_TRUE(wait_flag(ready, 1, 20)) TH_LOG("the hostile child could not register");
+	CPU_ZERO(&one);
+	CPU_SET(HOG_CPU, &one);
+	ASSERT_LE(0, ws_hog_start(&hogs, 0, &one));
+	ASSERT_EQ(0, read_stats(&s0));
+	ws_sleep(3);
+	ASSERT_EQ(0, read_stats(&s1));
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	ws_hogs_stop(&hogs);
+	TH_LOG("malformed %llu, grace granted %llu",
+	       (unsigned long long)(s1.nr_hint_malformed - s0.nr_hint_malformed),
+	       (unsigned long long)(s1.nr_grace_granted - s0.nr_grace_granted));
+	EXPECT_LT(s0.nr_hint_malformed, s1.nr_hint_malformed);
+	EXPECT_EQ(s0.nr_grace_granted, s1.nr_grace_granted);
+	EXPECT_TRUE(ws_enabled());
+}
+
+/* ------------------------------------------------ grace */
+
+/*
+ * Short critical sections competing with a hog on one CPU get graces, and
+ * most of them end inside the grace.
+ */
+TEST_F_TIMEOUT(hint, grace_granted_to_short_critical_sections, 60)
+{
+	struct spin_shared *sh = shared_mem(sizeof(*sh));
+	struct wsched_stats s0, s1;
+	struct ws_hogs hogs;
+	cpu_set_t one;
+	__u64 granted, overrun;
+	pid_t kid;
+
+	ASSERT_NE(NULL, sh);
+	ASSERT_EQ(0, ws_hogs_init(&hogs));
+	kid = start_spinner(sh, SPIN_CS_SHORT);
+	ASSERT_LT(0, kid);
+	ASSERT_TRUE(wait_flag(&sh->ready, 1, 20));
+	CPU_ZERO(&one);
+	CPU_SET(HOG_CPU, &one);
+	ASSERT_LE(0, ws_hog_start(&hogs, 0, &one));
+	ASSERT_EQ(0, read_stats(&s0));
+	ws_sleep(3);
+	ASSERT_EQ(0, read_stats(&s1));
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	ws_hogs_stop(&hogs);
+	granted = s1.nr_grace_granted - s0.nr_grace_granted;
+	overrun = s1.nr_grace_overrun - s0.nr_grace_overrun;
+	TH_LOG("%llu sections, grace granted %llu, overrun %llu",
+	       (unsigned long long)sh->sections, (unsigned long long)granted,
+	       (unsigned long long)overrun);
+	EXPECT_LT(0, granted);
+	EXPECT_LT(overrun * 2, granted) TH_LOG("most 200 us sections should end inside a grace");
+}
+
+/*
+ * A thread that never leaves its critical section gets its grace and is
+ * preempted all the same: a hog on the same CPU keeps getting a fair part
+ * of it, and the overrun is counted.
+ */
+TEST_F_TIMEOUT(hint, grace_is_bounded_for_a_section_that_never_ends, 60)
+{
+	struct spin_shared *sh = shared_mem(sizeof(*sh));
+	struct wsched_stats s0, s1;
+	unsigned long long h0[1], h1[1], c0, c1;
+	struct ws_hogs hogs;
+	cpu_set_t one;
+	pid_t kid;
+	double secs = 3, hog_share, cs_share;
+
+	ASSERT_NE(NULL, sh);
+	ASSERT_EQ(0, ws_hogs_init(&hogs));
+	kid = start_spinner(sh, SPIN_CS_FOREVER);
+	ASSERT_LT(0, kid);
+	ASSERT_TRUE(wait_flag(&sh->ready, 1, 20));
+	CPU_ZERO(&one);
+	CPU_SET(HOG_CPU, &one);
+	ASSERT_LE(0, ws_hog_start(&hogs, 0, &one));
+	ws_sleep(0.5);
+	ASSERT_EQ(0, read_stats(&s0));
+	ws_hogs_snapshot(&hogs, h0);
+	c0 = sh->cpu_ns;
+	ws_sleep(secs);
+	ws_hogs_snapshot(&hogs, h1);
+	c1 = sh->cpu_ns;
+	ASSERT_EQ(0, read_stats(&s1));
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	ws_hogs_stop(&hogs);
+	hog_share = (h1[0] - h0[0]) / (secs * 1e9);
+	cs_share = (c1 - c0) / (secs * 1e9);
+	TH_LOG("hog %.2f of the CPU, thread in its section %.2f; grace granted %llu, overrun %llu",
+	       hog_share, cs_share,
+	       (unsigned long long)(s1.nr_grace_granted - s0.nr_grace_granted),
+	       (unsigned long long)(s1.nr_grace_overrun - s0.nr_grace_overrun));
+	EXPECT_LT(0.3, hog_share) TH_LOG("the thread in its section starved the hog");
+	EXPECT_LT(0.3, cs_share);
+	/* The section began before s0: its one grace may predate the window,
+	 * so the totals since load are checked. */
+	EXPECT_LE(1, s1.nr_grace_granted);
+	EXPECT_LE(1, s1.nr_grace_overrun);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: LGPL-2.1-only OR BSD-2-Clause
+/*
+ * Thread registration (lib/hint.c, Documentation/abi.md) against a fake
+ * loader: a thread of this test serves the registration protocol on a unix
+ * socket and hands out a memfd instead of a BPF array (the library maps any
+ * shareable fd the same way). Checks slot claiming and release, critical
+ * sections reaching the shared slot, refusals (-ENOSPC, -EPROTO), fork, and
+ * measures a ws_critical_enter/exit pair with a registered slot.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "test_util.h"
+#include "wsched/lock.h"
+
+#define MAP_LEN (WS_HINT_NR_SLOTS * WS_HINT_SLOT_SIZE)
+
+struct fake_loader {
+	char dir[64], path[128];
+	int lfd;
+	pthread_t th;
+	struct ws_hint_hello hello;	/* what it sends */
+	struct ws_hint_slot *slots[4];	/* the array of each connection */
+	int conns[4];
+	int nr;
+	bool silent;			/* accept, never answer */
+};
+
+static void *serve(void *arg)
+{
+	struct fake_loader *f = arg;
+
+	for (;;) {
+		char cbuf[CMSG_SPACE(sizeof(int))];
+		struct iovec iov = { &f->hello, sizeof(f->hello) };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+				      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+		int s = accept(f->lfd, NULL, NULL), fd;
+
+		memset(cbuf, 0, sizeof(cbuf));		/* cmsg padding too */
+
+		if (s < 0)
+			return NULL;
+		if (__atomic_load_n(&f->silent, __ATOMIC_RELAXED)) {
+			f->conns[0] = s;
+			continue;
+		}
+		fd = memfd_create("slots", MFD_CLOEXEC);
+		if (fd < 0 || ftruncate(fd, MAP_LEN) || f->nr >= 4)
+			return NULL;
+		f->slots[f->nr] = mmap(NULL, MAP_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+		f->conns[f->nr] = s;
+		__atomic_store_n(&f->nr, f->nr + 1, __ATOMIC_RELEASE);
+		if (sendmsg(s, &msg, MSG_NOSIGNAL) != sizeof(f->hello))
+			return NULL;
+		close(fd);
+	}
+}
+
+static int fake_start(struct fake_loader *f, uint32_t version)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+
+	memset(f, 0, sizeof(*f));
+	f->hello = (struct ws_hint_hello){ version, WS_HINT_NR_SLOTS, WS_HINT_SLOT_SIZE, 0 };
+	strcpy(f->dir, "/tmp/ws_hint_test.XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	snprintf(f->path, sizeof(f->path), "%s/sock", f->dir);
+	strcpy(addr.sun_path, f->path);
+	f->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (f->lfd < 0 || bind(f->lfd, (struct sockaddr *)&addr, sizeof(addr)) || listen(f->lfd, 8))
+		return -1;
+	setenv("WSCHED_HINT_SOCKET", f->path, 1);
+	return pthread_create(&f->th, NULL, serve, f);
+}
+
+static void fake_stop(struct fake_loader *f)
+{
+	shutdown(f->lfd, SHUT_RDWR);
+	pthread_join(f->th, NULL);
+	close(f->lfd);
+	unlink(f->path);
+	rmdir(f->dir);
+	unsetenv("WSCHED_HINT_SOCKET");
+}
+
+static pid_t tid_(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+static int owned_by(struct ws_hint_slot *slots, pid_t tid)
+{
+	int i, n = 0;
+
+	for (i = 0; i < (int)WS_HINT_NR_SLOTS; i++)
+		n += __atomic_load_n(&slots[i].owner_tid, __ATOMIC_ACQUIRE) == (uint32_t)tid;
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+
+#define NR_THREADS 16
+
+struct reg {
+	pthread_barrier_t in, out;
+	pid_t tid[NR_THREADS];
+	int rc[NR_THREADS];
+	const struct ws_hint_slot *slot[NR_THREADS];
+};
+
+static struct reg reg;
+
+static void *reg_thread(void *arg)
+{
+	int i = (int)(long)arg;
+
+	reg.tid[i] = tid_();
+	reg.rc[i] = ws_thread_register();
+	reg.slot[i] = ws_thread_slot();
+	ws_critical_enter();
+	pthread_barrier_wait(&reg.in);		/* the main thread looks */
+	pthread_barrier_wait(&reg.out);
+	ws_critical_exit();
+	return NULL;				/* released at thread exit */
+}
+
+TEST(threads_claim_distinct_slots_in_their_window_and_release_them_at_exit)
+{
+	static struct fake_loader f;
+	pthread_t th[NR_THREADS];
+	struct ws_hint_slot *slots;
+	int i, k, found;
+
+	ASSERT_EQ(0, fake_start(&f, WS_HINT_ABI_VERSION));
+	pthread_barrier_init(&reg.in, NULL, NR_THREADS + 1);
+	pthread_barrier_init(&reg.out, NULL, NR_THREADS + 1);
+	for (i = 0; i < NR_THREADS; i++)
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, reg_thread, (void *)(long)i));
+	pthread_barrier_wait(&reg.in);
+	ASSERT_EQ(1, __atomic_load_n(&f.nr, __ATOMIC_ACQUIRE)) TH_LOG("one connection per process");
+	slots = f.slots[0];
+	for (i = 0; i < NR_THREADS; i++) {
+		EXPECT_EQ(0, reg.rc[i]);
+		EXPECT_EQ(1, owned_by(slots, reg.tid[i]));
+		found = 0;
+		for (k = 0; k < (int)WS_HINT_PROBE; k++) {
+			struct ws_hint_slot *s = &slots[(reg.tid[i] + k) % WS_HINT_NR_SLOTS];
+
+			if (s->owner_tid == (uint32_t)reg.tid[i]) {
+				found = 1;
+				/* The thread's own (library) mapping agrees. */
+				EXPECT_EQ((uint32_t)reg.tid[i], reg.slot[i]->owner_tid);
+				EXPECT_EQ(WS_HINT_ABI_VERSION, s->abi_version);
+				EXPECT_EQ(1, s->cs_depth);	/* entered after registering */
+			}
+		}
+		EXPECT_EQ(1, found) TH_LOG("tid %d owns no slot of its probe window", reg.tid[i]);
+	}
+	pthread_barrier_wait(&reg.out);
+	for (i = 0; i < NR_THREADS; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < NR_THREADS; i++)
+		EXPECT_EQ(0, owned_by(slots, reg.tid[i])) TH_LOG("thread exit did not release the slot");
+	fake_stop(&f);
+}
+
+TEST(section_entered_before_registering_carries_over_and_unregister_keeps_counting)
+{
+	static struct fake_loader f;
+	struct ws_hint_slot *s;
+	uint64_t c0;
+	pid_t me = tid_();
+	int idx;
+
+	ASSERT_EQ(0, fake_start(&f, WS_HINT_ABI_VERSION));
+	c0 = ws_thread_slot()->cs_count;
+	ws_critical_enter();
+	ASSERT_EQ(0, ws_thread_register());
+	ASSERT_TRUE(ws_thread_registered());
+	EXPECT_EQ(0, ws_thread_register());	/* again: no-op */
+	/* Look at the slot through the loader's mapping. */
+	for (idx = 0; idx < (int)WS_HINT_NR_SLOTS; idx++)
+		if (f.slots[0][idx].owner_tid == (uint32_t)me)
+			break;
+	ASSERT_GT((int)WS_HINT_NR_SLOTS, idx) TH_LOG("no shared slot owned by this thread");
+	s = &f.slots[0][idx];
+	EXPECT_EQ(1, s->cs_depth);
+	EXPECT_EQ(c0 + 1, s->cs_count);
+	ws_critical_exit();
+	EXPECT_EQ(0, s->cs_depth);
+	ws_thread_unregister();
+	EXPECT_FALSE(ws_thread_registered());
+	EXPECT_EQ(0, s->owner_tid);
+	EXPECT_EQ(0, s->abi_version);
+	ws_critical_enter();
+	EXPECT_EQ(c0 + 2, ws_thread_slot()->cs_count);	/* private, continued */
+	ws_critical_exit();
+	fake_stop(&f);
+}
+
+TEST(full_probe_window_gives_enospc)
+{
+	static struct fake_loader f;
+	pid_t me = tid_(), other = 1;
+	uint32_t k;
+
+	ASSERT_EQ(0, fake_start(&f, WS_HINT_ABI_VERSION));
+	/* Connect with a helper thread first, so the array exists. */
+	ASSERT_EQ(0, ws_thread_register());
+	ws_thread_unregister();
+	for (k = 0; k < WS_HINT_PROBE; k++)
+		f.slots[0][(me + k) % WS_HINT_NR_SLOTS].owner_tid = other + k;
+	EXPECT_EQ(-ENOSPC, ws_thread_register());
+	EXPECT_FALSE(ws_thread_registered());
+	f.slots[0][(me + 5) % WS_HINT_NR_SLOTS].owner_tid = 0;
+	EXPECT_EQ(0, ws_thread_register());
+	EXPECT_EQ((uint32_t)me, f.slots[0][(me + 5) % WS_HINT_NR_SLOTS].owner_tid);
+	ws_thread_unregister();
+	fake_stop(&f);
+}
+
+TEST(loader_with_another_abi_version_gives_eproto)
+{
+	static struct fake_loader f;
+
+	ASSERT_EQ(0, fake_start(&f, WS_HINT_ABI_VERSION + 1));
+	EXPECT_EQ(-EPROTO, ws_thread_register());
+	EXPECT_FALSE(ws_thread_registered());
+	fake_stop(&f);
+}
+
+TEST(silent_loader_times_out_instead_of_hanging)
+{
+	static struct fake_loader f;
+	uint64_t t0;
+
+	ASSERT_EQ(0, fake_start(&f, WS_HINT_ABI_VERSION));
+	/* Read by the server at its next accept: ours is the first. */
+	__atomic_store_n(&f.silent, true, __ATOMIC_RELAXED);
+	t0 = ws_test_now_ns();
+	EXPECT_EQ(-ETIMEDOUT, ws_thread_register());
+	EXPECT_GT(5000000000ull, ws_test_now_ns() - t0);
+	EXPECT_FALSE(ws_thread_registered());
+	fake_stop(&f);
+}
+
+TEST(fork_child_starts_unregistered_and_registers_itself)
+{
+	static struct fake_loader f;
+	pid_t kid;
+	int st;
+
+	ASSERT_EQ(0, fake_start(&f, WS_HINT_ABI_VERSION));
+	ASSERT_EQ(0, ws_thread_register());
+	ws_critical_enter();
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		if (ws_thread_registered())
+			_exit(1);
+		ws_critical_enter();		/* private slot: must not crash */
+		ws_critical_exit();
+		_exit(ws_thread_register() == 0 && ws_thread_registered() ? 0 : 2);
+	}
+	ASSERT_EQ(kid, waitpid(kid, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st));
+	EXPECT_EQ(0, WEXITSTATUS(st));
+	EXPECT_EQ(2, __atomic_load_n(&f.nr, __ATOMIC_ACQUIRE)) TH_LOG("the child did not connect itself");
+	EXPECT_EQ(1, ws_thread_slot()->cs_depth);	/* the parent's is untouched */
+	ws_critical_exit();
+	ws_thread_unregister();
+	fake_stop(&f);
+}
+
+static double pair_ns(long n)
+{
+	uint64_t t0 = ws_test_now_ns();
+	long i;
+
+	for (i = 0; i < n; i++) {
+		ws_critical_enter();
+		__asm__ __volatile__("" ::: "memory");
+		ws_critical_exit();
+	}
+	return (double)(ws_test_now_ns() - t0) / n;
+}
+
+TEST(cost_of_critical_enter_exit_registered_and_private)
+{
+	static struct fake_loader f;
+	long n = ws_test_scaled(20000000);
+	double reg_ns, priv_ns;
+
+	ASSERT_EQ(0, fake_start(&f, WS_HINT_ABI_VERSION));
+	priv_ns = pair_ns(n);
+	ASSERT_EQ(0, ws_thread_register());
+	reg_ns = pair_ns(n);
+	EXPECT_EQ(0, ws_thread_slot()->cs_depth);
+	EXPECT_LE((uint64_t)n, ws_thread_slot()->cs_count);
+	ws_thread_unregister();
+	TH_LOG("ws_critical_enter+exit: %.2f ns per pair registered, %.2f ns private (%ld pairs)",
+	       reg_ns, priv_ns, n);
+	fake_stop(&f);
+}
+
+TEST_HARNESS_MAIN
