@@ -562,18 +562,13 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
  * target we cannot reach (in flight between DSQs, on the global fallback
  * DSQ) is declined with false and nothing changes.
  */
-bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *to)
+static __always_inline bool yield_towards(struct task_struct *from, struct task_struct *to,
+					  bool here_only)
 {
 	struct scx_dispatch_q *dsq;
 	struct yield_target *yt;
 	s32 cpu, tcpu;
 	u64 dsq_id;
-
-	if (!to) {
-		scx_bpf_task_set_slice(from, 0);
-		return false;
-	}
-	STAT_INC(nr_yield_to);
 
 	cpu = bpf_get_smp_processor_id();
 	tcpu = scx_bpf_task_cpu(to);
@@ -584,6 +579,8 @@ bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *
 		return false;
 	dsq_id = BPF_CORE_READ(dsq, id);
 
+	if (here_only && (dsq_id >= nr_cpus || !may_run_on(to, cpu)))
+		return false;
 	if (dsq_id < nr_cpus) {
 		if (may_run_on(to, cpu)) {
 			yt = &yield_target[cpu & CPU_MASK];
@@ -611,6 +608,59 @@ bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *
 		scx_bpf_task_set_dsq_vtime(from, to->scx.dsq_vtime);
 	scx_bpf_task_set_slice(from, 0);
 	return true;
+}
+
+/*
+ * The directed-yield fallback without wsched.ko (Documentation/abi.md,
+ * yield_to_tid): a registered thread names its target in its hint slot and
+ * calls sched_yield(). The target is looked up by that tid and used only if
+ * the kernel says it is a thread of the yielder's own process (its tgid);
+ * a target that is not waiting on one of our deques is simply not found by
+ * yield_towards(). The kernel did not check runnability for us here, but
+ * yield_towards() only records a pid for the next dispatch, which moves the
+ * task only if it still finds it queued. Unlike yield_to() through the
+ * module, this path only ever hands over the yielder's own CPU (here_only:
+ * no boost, no preempting kick of another CPU), so sched_yield() spam
+ * cannot cut other tasks' slices. Returns a reference to release.
+ */
+static __always_inline struct task_struct *hint_yield_target(struct task_struct *from)
+{
+	struct ws_hint_slot *s = hint_slot(from, bpf_task_storage_get(&hint_ctxs, from, 0, 0));
+	struct task_struct *t;
+	u32 tid;
+
+	if (!s)
+		return NULL;
+	tid = *(volatile u32 *)&s->yield_to_tid;	/* one read of untrusted memory */
+	if (!tid || tid == (u32)from->pid || tid > 0x7fffffff)
+		return NULL;
+	t = bpf_task_from_pid((s32)tid);
+	if (!t)
+		return NULL;
+	if (t->tgid != from->tgid) {
+		bpf_task_release(t);
+		return NULL;
+	}
+	return t;
+}
+
+bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *to)
+{
+	struct task_struct *t;
+
+	if (!to) {
+		t = hint_yield_target(from);
+		if (t) {
+			STAT_INC(nr_yield_hint);
+			if (yield_towards(from, t, true))
+				STAT_INC(nr_yield_hint_handoff);
+			bpf_task_release(t);
+		}
+		scx_bpf_task_set_slice(from, 0);
+		return false;
+	}
+	STAT_INC(nr_yield_to);
+	return yield_towards(from, to, false);
 }
 
 /* A waking task keeps at most one base slice of credit. */

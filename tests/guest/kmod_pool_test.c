@@ -10,9 +10,16 @@
  * next pick). Without the module the same pool yields plainly and none of
  * its yields is directed. A destroyed pool leaves no reference to the
  * module behind (it unloads).
+ *
+ * Under scx_wsched: with the module the pool still takes the module path
+ * and the scheduler's ops.yield sees the yields (nr_yield_to); without it
+ * the pool takes the hint path (the loader serves hint slots): the worker
+ * names its target in its slot and calls sched_yield(), and scx_wsched
+ * hands the CPU over (nr_yield_hint, nr_yield_hint_handoff).
  */
 #include "kselftest_harness.h"
 #include "kmod_util.h"
+#include "scx_wsched_util.h"
 #include "wsched/pool.h"
 
 KMOD_UNLOAD_AT_EXIT
@@ -137,6 +144,95 @@ TEST(without_the_module_yields_are_plain)
 	if (used == WS_YIELD_PLAIN)
 		EXPECT_EQ(0, st.nr_yield_to);
 	EXPECT_EQ(0, st.nr_handoffs);
+}
+
+/* The scheduler cases need more than the harness's 30 s default: loading
+ * scx_wsched takes seconds under emulation. */
+FIXTURE(scx) {
+	int unused;
+};
+FIXTURE_SETUP(scx) { }
+FIXTURE_TEARDOWN(scx) { }
+
+/* Starts scx_wsched with JSON stats into @log; its pid, or -1. */
+static pid_t scx_up(const char *log)
+{
+	const char *args[] = { "--stats", "3600", "--json", NULL };	/* after argv[0] */
+
+	if (access(ws_bin(), X_OK) || !ws_wait_state(false, 5))
+		return -1;
+	return ws_start(args, log, NULL);
+}
+
+TEST_F_TIMEOUT(scx, hint_path_hands_over, 150)
+{
+	char log[64];
+	struct ws_worker_stats st;
+	enum ws_yield_path used;
+	long r;
+	pid_t scx;
+	int err;
+	long long hint, hint_ho;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) <= CPU)
+		SKIP(return, "needs CPU %d", CPU);
+	ASSERT_EQ(0, kmod_ensure_unloaded());
+	snprintf(log, sizeof(log), "/tmp/kmod_pool_test.scx.%d", getpid());
+	scx = scx_up(log);
+	ASSERT_LT(0, scx) TH_LOG("scx_wsched did not start (%s)", ws_bin());
+	err = run_pinned(WS_YIELD_AUTO, 30, &st, &used, &r);
+	ASSERT_EQ(0, ws_stop(scx));
+	ASSERT_EQ(0, err);
+	hint = ws_json_last(log, "nr_yield_hint");
+	hint_ho = ws_json_last(log, "nr_yield_hint_handoff");
+	TH_LOG("path %s: yields %llu, directed %llu; scheduler: nr_yield_hint %lld, "
+	       "nr_yield_hint_handoff %lld, nr_yield_to_handoff %lld", ws_yield_path_name(used),
+	       (unsigned long long)st.nr_yields, (unsigned long long)st.nr_yield_to, hint,
+	       hint_ho, ws_json_last(log, "nr_yield_to_handoff"));
+	unlink(log);
+	EXPECT_EQ(fib_ref(30), r);
+	EXPECT_EQ(WS_YIELD_HINT, used);
+	EXPECT_GT(st.nr_yield_to, 0);
+	EXPECT_GT(hint, 0);
+	EXPECT_LE(hint, (long long)st.nr_yield_to);
+	EXPECT_GT(hint_ho, 0);
+	EXPECT_LE(hint_ho, hint);
+}
+
+TEST_F_TIMEOUT(scx, module_path_reaches_ops_yield, 150)
+{
+	char log[64];
+	struct ws_worker_stats st;
+	enum ws_yield_path used;
+	long r;
+	pid_t scx;
+	int err;
+	long long yt, hint;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) <= CPU)
+		SKIP(return, "needs CPU %d", CPU);
+	ASSERT_EQ(0, kmod_ensure_loaded());
+	snprintf(log, sizeof(log), "/tmp/kmod_pool_test.scx.%d", getpid());
+	scx = scx_up(log);
+	ASSERT_LT(0, scx) TH_LOG("scx_wsched did not start (%s)", ws_bin());
+	err = run_pinned(WS_YIELD_AUTO, 30, &st, &used, &r);
+	ASSERT_EQ(0, ws_stop(scx));
+	ASSERT_EQ(0, err);
+	yt = ws_json_last(log, "nr_yield_to");
+	hint = ws_json_last(log, "nr_yield_hint");
+	TH_LOG("path %s: yields %llu, directed %llu, handed over %llu; scheduler: "
+	       "nr_yield_to %lld, nr_yield_to_handoff %lld, nr_yield_hint %lld",
+	       ws_yield_path_name(used), (unsigned long long)st.nr_yields,
+	       (unsigned long long)st.nr_yield_to, (unsigned long long)st.nr_handoffs, yt,
+	       ws_json_last(log, "nr_yield_to_handoff"), hint);
+	unlink(log);
+	EXPECT_EQ(fib_ref(30), r);
+	EXPECT_EQ(WS_YIELD_MODULE, used);
+	EXPECT_GT(st.nr_yield_to, 0);
+	EXPECT_GT(st.nr_handoffs, 0);
+	EXPECT_GE(yt, (long long)st.nr_handoffs);
+	EXPECT_EQ(0, hint);
+	EXPECT_EQ(0, kmod_ensure_unloaded());
 }
 
 TEST_HARNESS_MAIN

@@ -94,10 +94,10 @@ TEST_F(load, version_and_help)
 	const char *v[] = { "--version", NULL }, *h[] = { "--help", NULL };
 	pid_t pid;
 
-	pid = ws_spawn(v, ERR_FILE, NULL);
+	pid = ws_proc_spawn(v, ERR_FILE, NULL);
 	ASSERT_EQ(0, ws_wait_exit(pid, 10));
 	EXPECT_TRUE(ws_file_contains(ERR_FILE, "scx_wsched 0."));
-	pid = ws_spawn(h, ERR_FILE, NULL);
+	pid = ws_proc_spawn(h, ERR_FILE, NULL);
 	ASSERT_EQ(0, ws_wait_exit(pid, 10));
 	EXPECT_TRUE(ws_file_contains(ERR_FILE, "--slice-us N"));
 	EXPECT_TRUE(ws_file_contains(ERR_FILE, "--stats SECONDS"));

@@ -111,7 +111,7 @@ static inline bool ws_wait_state(bool enabled, double timeout)
  * Run the loader with @args (NULL-terminated, after argv[0]); stdout and
  * stderr go to @out and @err (files, may be NULL for /dev/null).
  */
-static inline pid_t ws_spawn(const char *const *args, const char *out, const char *err)
+static inline pid_t ws_proc_spawn(const char *const *args, const char *out, const char *err)
 {
 	const char *argv[16];
 	pid_t pid;
@@ -155,7 +155,7 @@ static inline int ws_wait_exit(pid_t pid, double timeout)
 /* Run the loader to completion (a refusal), return its exit status. */
 static inline int ws_run(const char *const *args, const char *err)
 {
-	pid_t pid = ws_spawn(args, NULL, err);
+	pid_t pid = ws_proc_spawn(args, NULL, err);
 
 	return pid < 0 ? -1 : ws_wait_exit(pid, 60);
 }
@@ -163,7 +163,7 @@ static inline int ws_run(const char *const *args, const char *err)
 /* Start the loader and wait until sched_ext reports it enabled. */
 static inline pid_t ws_start(const char *const *args, const char *out, const char *err)
 {
-	pid_t pid = ws_spawn(args, out, err);
+	pid_t pid = ws_proc_spawn(args, out, err);
 
 	if (pid < 0)
 		return -1;

@@ -152,6 +152,23 @@ out_sock:
 	return err;
 }
 
+/* Connect the process (map its slot array) without registering the calling
+ * thread: 0 if scx_wsched serves hints to this process, else -errno. For
+ * ws_pool_create's choice of yield path (yield.c). */
+int _ws_hint_connect(void)
+{
+	int err;
+
+	pthread_once(&atfork_once, atfork_setup);
+	/* acquire: pairs with the release store in proc_connect. */
+	if (__atomic_load_n(&proc_slots, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&proc_lock);
+	err = proc_slots ? 0 : proc_connect();
+	pthread_mutex_unlock(&proc_lock);
+	return err;
+}
+
 int ws_thread_register(void)
 {
 	struct ws_hint_slot *slots, *s, *local = &_ws_hint_local;

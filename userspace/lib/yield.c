@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "wsched/lock.h"
 #include "wsched/wsched_ioctl.h"
 #include "yield_internal.h"
 
@@ -50,9 +51,16 @@ int ws_yielder_open(struct ws_yielder *y, enum ws_yield_path want)
 			y->path = WS_YIELD_MODULE;
 			return 0;
 		}
-		return want == WS_YIELD_AUTO ? 0 : -ENODEV;
+		if (want == WS_YIELD_MODULE)
+			return -ENODEV;
+		/* AUTO tries the hint slots next */
+		__attribute__((fallthrough));
 	case WS_YIELD_HINT:
-		return -ENODEV;
+		if (!_ws_hint_connect()) {
+			y->path = WS_YIELD_HINT;
+			return 0;
+		}
+		return want == WS_YIELD_AUTO ? 0 : -ENODEV;
 	case WS_YIELD_PLAIN:
 		return 0;
 	}
@@ -80,6 +88,15 @@ int ws_yielder_yield_to(const struct ws_yielder *y, pid_t tid)
 			return r == 1;
 		/* ESRCH (the target exited) or anything else: yield anyway,
 		 * the caller wanted to give its CPU away. */
+	} else if (tid > 0 && y->path == WS_YIELD_HINT && _ws_hint_self) {
+		struct ws_hint_slot *s = _ws_hint_self;
+
+		/* relaxed: the slot is read by the scheduler on this CPU,
+		 * inside the sched_yield() that follows (program order). */
+		__atomic_store_n(&s->yield_to_tid, (uint32_t)tid, __ATOMIC_RELAXED);
+		sched_yield();
+		__atomic_store_n(&s->yield_to_tid, 0, __ATOMIC_RELAXED);
+		return 0;
 	}
 	sched_yield();
 	return 0;

@@ -10,10 +10,14 @@
  *                    the kernel's yield_to(), under EEVDF and sched_ext;
  *                    with WSCHED_YIELD_TO_FALLBACK, a declined call yields
  *                    like sched_yield();
+ *   WS_YIELD_HINT    scx_wsched serves hints to this process
+ *                    (Documentation/abi.md): the target's tid goes into the
+ *                    calling thread's slot (yield_to_tid), then
+ *                    sched_yield(); scx_wsched's ops.yield hands the
+ *                    yielder's CPU to that thread if it is one of ours and
+ *                    waits on a deque; the slot is cleared afterwards. A
+ *                    thread without a slot yields plainly;
  *   WS_YIELD_PLAIN   sched_yield(), the target ignored.
- * (WS_YIELD_HINT, the target named in the thread's hint slot followed by
- * sched_yield() for scx_wsched to act on, needs the hint slots of the
- * cooperation protocol; until then it is never available.)
  *
  * Concurrency: a struct ws_yielder is written once by ws_pool_create before
  * the workers start and read-only afterwards; any thread may call
@@ -36,10 +40,14 @@ struct ws_yielder {
 int ws_yielder_open(struct ws_yielder *y, enum ws_yield_path want);
 void ws_yielder_close(struct ws_yielder *y);
 
-/* Yield towards thread @tid of this process (0: anyone). 1 if the CPU was
- * handed to @tid, else 0 (the caller yielded the ordinary way or, when the
+/* Yield towards thread @tid of this process (0: anyone). 1 if the kernel
+ * reported that the CPU was handed to @tid (module path only), else 0 (the caller yielded the ordinary way or, when the
  * kernel found nobody else to run, not at all). */
 int ws_yielder_yield_to(const struct ws_yielder *y, pid_t tid);
+
+/* hint.c: map this process's hint slots without registering the caller;
+ * 0 when scx_wsched serves hints, else -errno. */
+int _ws_hint_connect(void);
 
 /* The calling thread's id (gettid). */
 pid_t ws_gettid(void);

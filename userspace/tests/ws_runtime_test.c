@@ -968,6 +968,11 @@ TEST(yield_path_is_chosen_and_reported)
 		EXPECT_EQ(-ENODEV, ws_pool_create(&p, &a));
 		EXPECT_EQ(NULL, p);
 	}
+	a.yield_path = WS_YIELD_HINT;
+	if (access("/run/wsched/wsched.sock", F_OK) && !getenv("WSCHED_HINT_SOCKET")) {
+		EXPECT_EQ(-ENODEV, ws_pool_create(&p, &a));	/* no scx_wsched serving hints */
+		EXPECT_EQ(NULL, p);
+	}
 	a.yield_path = (enum ws_yield_path)42;
 	EXPECT_EQ(-EINVAL, ws_pool_create(&p, &a));
 	EXPECT_EQ(NULL, p);
