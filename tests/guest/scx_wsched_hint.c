@@ -698,6 +698,76 @@ TEST_F_TIMEOUT(hint, malformed_own_slot_is_counted_and_ignored, 60)
 	EXPECT_TRUE(ws_enabled());
 }
 
+/*
+ * Random bytes in every slot (with the writer's own tid, the right
+ * version, small depths and valid states mixed in, so that some pass each
+ * check), by a process that compete with hogs on
+ * every CPU, for 10 s: the scheduler stays enabled, the loader keeps
+ * running, the hogs progress. (The issue's 60 s version under stress-ng is
+ * phase 2.)
+ */
+TEST_F_TIMEOUT(hint, random_bytes_in_every_slot_change_nothing_fatal, 90)
+{
+	int ncpu = sysconf(_SC_NPROCESSORS_ONLN), i;
+	unsigned long long h0[WS_MAX_HOGS], h1[WS_MAX_HOGS];
+	struct wsched_stats s0, s1;
+	struct ws_hogs hogs;
+	pid_t kid;
+
+	ASSERT_EQ(0, ws_hogs_init(&hogs));
+	for (i = 0; i < ncpu; i++)
+		ASSERT_LE(0, ws_hog_start(&hogs, 0, NULL));
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		volatile struct ws_hint_slot *slots = raw_register();
+		uint64_t x = 88172645463325252ull;
+		pid_t tid = gettid_();
+
+		if (!slots)
+			_exit(2);
+		for (;;) {
+			for (i = 0; i < (int)WS_HINT_NR_SLOTS; i++) {
+				volatile uint64_t *w = (volatile uint64_t *)&slots[i];
+				int k;
+
+				for (k = 0; k < 8; k++) {
+					x ^= x << 13;
+					x ^= x >> 7;
+					x ^= x << 17;
+					w[k] = x;
+				}
+				if (x & 1)
+					slots[i].owner_tid = tid;
+				if (x & 2)	/* past the version check too */
+					slots[i].abi_version = WS_HINT_ABI_VERSION;
+				if (x & 4)	/* a small depth now and then */
+					slots[i].cs_depth = (x >> 8) & 3;
+				if (x & 8)
+					slots[i].state = (x >> 16) & 3;
+			}
+		}
+	}
+	ASSERT_EQ(0, read_stats(&s0));
+	ws_hogs_snapshot(&hogs, h0);
+	ws_sleep(10);
+	ws_hogs_snapshot(&hogs, h1);
+	ASSERT_EQ(0, read_stats(&s1));
+	EXPECT_EQ(0, waitpid(kid, NULL, WNOHANG)) TH_LOG("the writer died");
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	ws_hogs_stop(&hogs);
+	TH_LOG("malformed %llu, grace granted %llu, overrun %llu",
+	       (unsigned long long)(s1.nr_hint_malformed - s0.nr_hint_malformed),
+	       (unsigned long long)(s1.nr_grace_granted - s0.nr_grace_granted),
+	       (unsigned long long)(s1.nr_grace_overrun - s0.nr_grace_overrun));
+	EXPECT_TRUE(ws_enabled()) TH_LOG("the scheduler was ejected");
+	EXPECT_EQ(0, waitpid(self->pid, NULL, WNOHANG)) TH_LOG("the loader exited");
+	for (i = 0; i < hogs.n; i++)
+		EXPECT_LT(h0[i], h1[i]) TH_LOG("hog %d made no progress", i);
+	EXPECT_LT(s0.nr_hint_malformed, s1.nr_hint_malformed) TH_LOG("no garbage reached the scheduler");
+}
+
 /* ------------------------------------------------ grace */
 
 /*
