@@ -16,10 +16,19 @@
  * the pool takes the hint path (the loader serves hint slots): the worker
  * names its target in its slot and calls sched_yield(), and scx_wsched
  * hands the CPU over (nr_yield_hint, nr_yield_hint_handoff).
+ *
+ * Locks: a ws_spinlock or ws_mutex waiter sharing CPU 1 with a holder that
+ * keeps the lock for 300 ms of CPU work yields towards the holder through
+ * the module, which hands the CPU over.
  */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+
 #include "kselftest_harness.h"
 #include "kmod_util.h"
 #include "scx_wsched_util.h"
+#include "wsched/lock.h"
 #include "wsched/pool.h"
 
 KMOD_UNLOAD_AT_EXIT
@@ -144,6 +153,108 @@ TEST(without_the_module_yields_are_plain)
 	if (used == WS_YIELD_PLAIN)
 		EXPECT_EQ(0, st.nr_yield_to);
 	EXPECT_EQ(0, st.nr_handoffs);
+}
+
+/* ------------------------------------------------------------ locks */
+
+struct lock_arena {
+	ws_spinlock_t spin;
+	ws_mutex_t mutex;
+	bool use_mutex;
+	atomic_int held;	/* the holder has the lock */
+	atomic_int got;		/* the waiter got it */
+};
+
+static void lock_it(struct lock_arena *a)
+{
+	if (a->use_mutex)
+		ws_mutex_lock(&a->mutex);
+	else
+		ws_spinlock_lock(&a->spin);
+}
+
+static void unlock_it(struct lock_arena *a)
+{
+	if (a->use_mutex)
+		ws_mutex_unlock(&a->mutex);
+	else
+		ws_spinlock_unlock(&a->spin);
+}
+
+static void *holder_main(void *arg)
+{
+	struct lock_arena *a = arg;
+	struct timespec t0, t;
+
+	kmod_pin(CPU);
+	lock_it(a);
+	atomic_store(&a->held, 1);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+	do {		/* 300 ms of CPU time inside the section */
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) < 300000000LL);
+	unlock_it(a);
+	return NULL;
+}
+
+static void *waiter_main(void *arg)
+{
+	struct lock_arena *a = arg;
+
+	kmod_pin(CPU);
+	while (!atomic_load(&a->held))
+		sched_yield();
+	lock_it(a);
+	atomic_store(&a->got, 1);
+	unlock_it(a);
+	return NULL;
+}
+
+/* In a child process: the locks' yielder keeps /dev/wsched open for the
+ * life of the process, and the module must unload afterwards. */
+static void lock_case(struct __test_metadata *_metadata, bool use_mutex)
+{
+	long long calls0, ho0, calls, ho;
+	int status;
+	pid_t pid;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) <= CPU)
+		SKIP(return, "needs CPU %d", CPU);
+	ASSERT_EQ(0, kmod_ensure_loaded());
+	calls0 = kmod_stat("nr_calls");
+	ho0 = kmod_stat("nr_handoffs");
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct lock_arena a = { WS_SPINLOCK_INIT, WS_MUTEX_INIT, use_mutex, 0, 0 };
+		pthread_t h, w;
+
+		if (pthread_create(&h, NULL, holder_main, &a) ||
+		    pthread_create(&w, NULL, waiter_main, &a))
+			_exit(2);
+		pthread_join(w, NULL);
+		pthread_join(h, NULL);
+		_exit(atomic_load(&a.got) == 1 ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	calls = kmod_stat("nr_calls") - calls0;
+	ho = kmod_stat("nr_handoffs") - ho0;
+	TH_LOG("%s: module calls +%lld, handoffs +%lld", use_mutex ? "mutex" : "spinlock",
+	       calls, ho);
+	EXPECT_GT(ho, 0);
+	EXPECT_GE(calls, ho);
+	EXPECT_EQ(0, kmod_ensure_unloaded());
+}
+
+TEST(spinlock_waiter_yields_to_the_holder)
+{
+	lock_case(_metadata, false);
+}
+
+TEST(mutex_waiter_yields_to_the_holder)
+{
+	lock_case(_metadata, true);
 }
 
 /* The scheduler cases need more than the harness's 30 s default: loading

@@ -13,6 +13,7 @@
  * everything else is relaxed because it only decides whether to retry.
  */
 #include <linux/futex.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <sys/syscall.h>
@@ -21,10 +22,38 @@
 
 #include "atomic_internal.h"
 #include "wsched/lock.h"
+#include "yield_internal.h"
 
 #define SPIN_BACKOFF_MAX	1024u	/* pauses between probes, at most */
 #define MUTEX_SPIN_NS		20000u	/* spin this long before sleeping */
 #define TICKET_SPIN_NS		50000u	/* spin this long before yielding */
+#define SPIN_SPIN_NS		50000u	/* spinlock: the same */
+
+/* The calling thread's id, cached (a lock word must not cost a syscall).
+ * A fork child's threads start with 0 again: the child's pthread_atfork
+ * handler cannot reach other threads' copies, but the child has only the
+ * forking thread, whose copy it resets. */
+static __thread uint32_t my_tid __attribute__((tls_model("initial-exec")));
+static pthread_once_t tid_atfork_once = PTHREAD_ONCE_INIT;
+
+static void tid_atfork_child(void)
+{
+	my_tid = 0;
+}
+
+static void tid_atfork_setup(void)
+{
+	pthread_atfork(NULL, NULL, tid_atfork_child);
+}
+
+static inline uint32_t self_tid(void)
+{
+	if (__builtin_expect(!my_tid, 0)) {
+		pthread_once(&tid_atfork_once, tid_atfork_setup);
+		my_tid = (uint32_t)ws_gettid();
+	}
+	return my_tid;
+}
 
 static inline uint64_t mono_ns(void)
 {
@@ -47,11 +76,20 @@ void ws_spinlock_init(ws_spinlock_t *l)
 	__atomic_store_n(&l->locked, 0, __ATOMIC_RELAXED);
 }
 
+/* 0 -> our tid with one CAS (not an exchange: a failed attempt must not
+ * overwrite the holder's id). acquire: pairs with the release store in
+ * ws_spinlock_unlock. */
+static inline bool spin_try(ws_spinlock_t *l, uint32_t me)
+{
+	uint32_t zero = 0;
+
+	return __atomic_compare_exchange_n(&l->locked, &zero, me, false, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
+
 bool ws_spinlock_trylock(ws_spinlock_t *l)
 {
-	/* acquire: pairs with the release store in ws_spinlock_unlock. */
-	if (__atomic_load_n(&l->locked, __ATOMIC_RELAXED) ||
-	    __atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&l->locked, __ATOMIC_RELAXED) || !spin_try(l, self_tid()))
 		return false;
 	ws_critical_enter();
 	return true;
@@ -59,17 +97,25 @@ bool ws_spinlock_trylock(ws_spinlock_t *l)
 
 void ws_spinlock_lock(ws_spinlock_t *l)
 {
-	uint32_t backoff = 1;
+	uint32_t backoff = 1, rounds = 0, me = self_tid(), h;
+	uint64_t start = 0;
 
 	for (;;) {
-		/* Test (relaxed, shared cache line), then test-and-set;
-		 * acquire: pairs with the release store in unlock. */
-		if (!__atomic_load_n(&l->locked, __ATOMIC_RELAXED) &&
-		    !__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE))
+		/* Test (relaxed, shared cache line), then test-and-set. */
+		h = __atomic_load_n(&l->locked, __ATOMIC_RELAXED);
+		if (!h && spin_try(l, me))
 			break;
 		pause_n(backoff);
 		if (backoff < SPIN_BACKOFF_MAX)
 			backoff <<= 1;
+		/* Spun long (time, not iterations): the holder is probably
+		 * preempted; give it our CPU rather than burn it. */
+		if (h && ++rounds % 16 == 0) {
+			if (!start)
+				start = mono_ns();
+			else if (mono_ns() - start > SPIN_SPIN_NS)
+				ws_lock_yield_to((pid_t)h);
+		}
 	}
 	ws_critical_enter();
 }
@@ -148,12 +194,22 @@ void ws_mutex_init(ws_mutex_t *m)
 {
 	m->state = 0;
 	m->shared = 0;
+	m->owner = 0;
 }
 
 void ws_mutex_init_shared(ws_mutex_t *m)
 {
 	m->state = 0;
 	m->shared = 1;
+	m->owner = 0;
+}
+
+/* owner is a hint for waiters' directed yields: relaxed everywhere (a stale
+ * or torn-by-time value only aims one yield at the wrong thread, which the
+ * kernel then declines or the scheduler ignores). */
+static inline void mutex_set_owner(ws_mutex_t *m, uint32_t tid)
+{
+	__atomic_store_n(&m->owner, tid, __ATOMIC_RELAXED);
 }
 
 bool ws_mutex_trylock(ws_mutex_t *m)
@@ -164,6 +220,7 @@ bool ws_mutex_trylock(ws_mutex_t *m)
 	if (!__atomic_compare_exchange_n(&m->state, &c, 1, false, __ATOMIC_ACQUIRE,
 					 __ATOMIC_RELAXED))
 		return false;
+	mutex_set_owner(m, self_tid());
 	ws_critical_enter();
 	return true;
 }
@@ -189,6 +246,14 @@ void ws_mutex_lock(ws_mutex_t *m)
 			goto locked;
 	} while (c != 2 && mono_ns() - start < MUTEX_SPIN_NS);
 
+	/* About to sleep: the holder may be preempted; hand it our CPU once
+	 * (not for a process-shared mutex: its holder may be elsewhere). */
+	if (!m->shared) {
+		uint32_t o = __atomic_load_n(&m->owner, __ATOMIC_RELAXED);
+
+		if (o && o != self_tid())
+			ws_lock_yield_to((pid_t)o);
+	}
 	/* Sleep. State 2 says "someone may sleep": the unlocker then wakes. */
 	c = __atomic_exchange_n(&m->state, 2, __ATOMIC_ACQUIRE);
 	while (c) {
@@ -196,11 +261,13 @@ void ws_mutex_lock(ws_mutex_t *m)
 		c = __atomic_exchange_n(&m->state, 2, __ATOMIC_ACQUIRE);
 	}
 locked:
+	mutex_set_owner(m, self_tid());
 	ws_critical_enter();
 }
 
 void ws_mutex_unlock(ws_mutex_t *m)
 {
+	mutex_set_owner(m, 0);
 	/* release: the section's accesses before the next holder's acquire. */
 	if (__atomic_fetch_sub(&m->state, 1, __ATOMIC_RELEASE) != 1) {
 		__atomic_store_n(&m->state, 0, __ATOMIC_RELEASE);

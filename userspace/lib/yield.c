@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -65,6 +66,20 @@ int ws_yielder_open(struct ws_yielder *y, enum ws_yield_path want)
 		return 0;
 	}
 	return -EINVAL;
+}
+
+static struct ws_yielder lock_yielder = { WS_YIELD_PLAIN, -1 };
+static pthread_once_t lock_yielder_once = PTHREAD_ONCE_INIT;
+
+static void lock_yielder_open(void)
+{
+	ws_yielder_open(&lock_yielder, WS_YIELD_AUTO);	/* AUTO never fails */
+}
+
+int ws_lock_yield_to(pid_t tid)
+{
+	pthread_once(&lock_yielder_once, lock_yielder_open);
+	return ws_yielder_yield_to(&lock_yielder, tid);
 }
 
 void ws_yielder_close(struct ws_yielder *y)

@@ -52,4 +52,12 @@ int _ws_hint_connect(void);
 /* The calling thread's id (gettid). */
 pid_t ws_gettid(void);
 
+/*
+ * For the locks (lock.c), which have no pool: yield towards @tid with the
+ * process's lock yielder, opened at the first call (WS_YIELD_AUTO) and kept
+ * for the life of the process (pthread_once; read-only afterwards). Returns
+ * what ws_yielder_yield_to returns.
+ */
+int ws_lock_yield_to(pid_t tid);
+
 #endif /* WS_YIELD_INTERNAL_H */

@@ -137,7 +137,10 @@ static inline void ws_hint_set_stealable(uint32_t n)
 
 /* ------------------------------------------------------------ locks */
 
-/* Test-and-test-and-set spinlock with bounded exponential backoff. */
+/* Test-and-test-and-set spinlock with bounded exponential backoff; the
+ * lock word holds the holder's thread id. A waiter that has spun for 50 us
+ * yields between probes, towards the holder (directed yield: wsched.ko, or
+ * scx_wsched's hint slots, else a plain sched_yield()). */
 typedef struct { uint32_t locked; } ws_spinlock_t;
 #define WS_SPINLOCK_INIT { 0 }
 
@@ -146,9 +149,11 @@ typedef struct { uint32_t next, owner; } ws_ticketlock_t;
 #define WS_TICKETLOCK_INIT { 0, 0 }
 
 /* Spin for a while, then sleep on a futex. 0 free, 1 locked, 2 locked with
- * possible sleepers (Drepper, "Futexes Are Tricky", mutex 2). */
-typedef struct { uint32_t state; uint32_t shared; } ws_mutex_t;
-#define WS_MUTEX_INIT { 0, 0 }
+ * possible sleepers (Drepper, "Futexes Are Tricky", mutex 2). owner is the
+ * holder's thread id (a hint, 0 when unknown): a waiter about to sleep
+ * first yields towards it once (directed yield, as for the spinlock). */
+typedef struct { uint32_t state; uint32_t shared; uint32_t owner; } ws_mutex_t;
+#define WS_MUTEX_INIT { 0, 0, 0 }
 
 void ws_spinlock_init(ws_spinlock_t *l);
 void ws_spinlock_lock(ws_spinlock_t *l);
