@@ -102,7 +102,7 @@ WS_BENCH_DIR := $(WS_DIR)/bench
 WS_HAVE_TBB  := $(shell test -f /usr/include/oneapi/tbb/task_group.h && echo 1)
 WSBENCH      := $(BUILD)/bin/wsbench
 WS_BENCH_OBJ := $(BUILD)/bench/wsbench.o $(BUILD)/bench/bench_c.o $(BUILD)/bench/bench_omp.o \
-		$(BUILD)/bench/handoff.o
+		$(BUILD)/bench/handoff.o $(BUILD)/bench/lockbench.o
 WS_BENCH_LIBS := -fopenmp -lm
 ifeq ($(WS_HAVE_TBB),1)
 WS_BENCH_OBJ += $(BUILD)/bench/bench_tbb.o
@@ -153,7 +153,7 @@ WS_HAVE_LIBOMP := $(shell echo 'int main(void){return 0;}' | $(CLANG_CC) -fopenm
 ifeq ($(WS_HAVE_LIBOMP),1)
 WSBENCH_LLVM := $(BUILD)/bin/wsbench-llvm
 WS_BENCH_LLVM_SRC := $(WS_BENCH_DIR)/wsbench.c $(WS_BENCH_DIR)/bench_c.c $(WS_BENCH_DIR)/bench_omp.c \
-		     $(WS_BENCH_DIR)/handoff.c
+		     $(WS_BENCH_DIR)/handoff.c $(WS_BENCH_DIR)/lockbench.c
 $(WSBENCH_LLVM): $(WS_BENCH_LLVM_SRC) $(WS_BENCH_DIR)/bench.h $(WS_BENCH_DIR)/bench_kernels.h $(WS_NORM_LIB)
 	$(call msg,CLANG,$@)
 	$(Q)mkdir -p $(@D)

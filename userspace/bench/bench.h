@@ -42,6 +42,9 @@ extern const struct bench_rt bench_wsched, bench_serial, bench_omp, bench_tbb;
  * options; returns the exit status. */
 int bench_handoff_main(int argc, char **argv);
 
+/* `wsbench lock ...` (lockbench.c), the same way. */
+int bench_lock_main(int argc, char **argv);
+
 #ifndef __cplusplus
 #include "wsched/pool.h"
 extern struct ws_pool_attr bench_wsched_attr;	/* wsched tuning options */

@@ -62,6 +62,8 @@ static const char usage_text[] =
 	"  handoff [OPTIONS]                   directed yield vs sched_yield between\n"
 	"                                      two threads on one CPU (wsbench handoff\n"
 	"                                      --help); ignores --runtime/--workers\n"
+	"  lock [OPTIONS]                      lock throughput, waits and holder\n"
+	"                                      preemptions (wsbench lock --help)\n"
 	"wsched tuning: --spin-ns N, --yield-ns N (idle policy), --pin (pin workers).\n"
 	"defaults: --runtime wsched, --workers = CPUs available, --repeat 5.\n"
 	"See the comment at the top of userspace/bench/wsbench.c.\n";
@@ -268,8 +270,9 @@ static double calib(int n, double *t1out, double *tnout)
 
 /* ---------------------------------------------------------------- main */
 
-/* `wsbench [--json] handoff ARGS`: a wsbench --json becomes handoff's own. */
-static int handoff(int argc, char **argv, bool json)
+/* `wsbench [--json] handoff|lock ARGS`: a wsbench --json becomes the
+ * subcommand's own. */
+static int subcommand(int (*fn)(int, char **), int argc, char **argv, bool json)
 {
 	char **av = calloc((size_t)argc + 2, sizeof(*av));
 	int n = 0, i, st;
@@ -281,8 +284,8 @@ static int handoff(int argc, char **argv, bool json)
 		av[n++] = "--json";
 	for (i = 1; i < argc; i++)
 		av[n++] = argv[i];
-	optind = 1;	/* handoff parses with getopt_long from the start */
-	st = bench_handoff_main(n, av);
+	optind = 1;	/* the subcommand parses with getopt_long from the start */
+	st = fn(n, av);
 	free(av);
 	return st;
 }
@@ -330,7 +333,9 @@ int main(int argc, char **argv)
 		} else if (!bench) {
 			bench = a;
 			if (!strcmp(bench, "handoff"))
-				return handoff(argc - i, argv + i, json);
+				return subcommand(bench_handoff_main, argc - i, argv + i, json);
+			if (!strcmp(bench, "lock"))
+				return subcommand(bench_lock_main, argc - i, argv + i, json);
 		} else if (nargs < MAX_ARGS) {
 			bargs[nargs++] = a;
 		} else {

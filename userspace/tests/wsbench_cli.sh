@@ -13,7 +13,7 @@ WSBENCH=${1:-$TOP/build/bin/wsbench}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
-tap_plan 4
+tap_plan 5
 
 # run ARGS...: status in $rc, output in $OUT/stdout and $OUT/stderr.
 run() { "$WSBENCH" "$@" >"$OUT/stdout" 2>"$OUT/stderr"; rc=$?; }
@@ -44,6 +44,11 @@ uts 10 0.5 4|needs Q \* M < 1
 handoff --noise 99|--noise must be 0..16
 handoff --method other|--method is yield_to, sched_yield or both
 handoff extra|unexpected argument 'extra'
+lock --lock x|--lock is spin, ticket, mutex or all, not 'x'
+lock --threads 0|--threads must be an integer in \[1, 1024\]
+lock --hints maybe|--hints is auto, on or off
+lock --seconds|unknown option or missing value
+lock extra|unexpected argument 'extra'
 EOF
 tap_result $bad "bad inputs: one line on stderr naming the problem, exit 2" "${diag[@]}"
 
@@ -81,4 +86,17 @@ else
 	tap_result 1 "wsbench --json handoff: sched_yield median" \
 		"exit $rc: $(cat "$OUT/stdout" "$OUT/stderr")"
 fi
+# 5. lock: every kind keeps mutual exclusion; the JSON fields of issue 5
+run --json lock --threads 3 --seconds 1
+ok=0
+for k in spin ticket mutex; do
+	line=$(grep "\"lock\": \"$k\"" "$OUT/stdout")
+	for f in '"bench": "lock"' '"sched": "' '"hints": false' '"threads": 3' '"vcpus": [1-9]' \
+		'"ops_per_sec": [1-9]' '"p99_wait_ns": [0-9]' '"lock_holder_preemptions": [0-9]' \
+		'"result_ok": true'; do
+		echo "$line" | grep -q -- "$f" || { ok=1; break; }
+	done
+done
+tap_result $ok "wsbench --json lock: three kinds, exclusion kept, fields present" \
+	"exit $rc: $(cat "$OUT/stdout" "$OUT/stderr")"
 tap_done
