@@ -57,7 +57,7 @@ LAB_TIMEOUT ?= 1800
 # Targets that run in the lab rootfs (chroot) and those that need the lab
 # guest (a running sched_ext kernel), when LAB=1.
 EXEC_TARGETS := all test-native stress-native bench-lib
-GUEST_TARGETS := test-guest stress-guest bench-sched
+GUEST_TARGETS := test-guest stress-guest bench-sched bench-coop
 .PHONY: $(EXEC_TARGETS) $(GUEST_TARGETS) check run help clean lab-setup lab-shell stress bench
 
 help:
@@ -71,7 +71,7 @@ help:
 	@echo '  test-native  run only the unit tests (no kernel support needed)'
 	@echo '  test-guest   run only the integration tests (root on a sched_ext kernel)'
 	@echo '  stress       long stress runs (stress-native, stress-guest; not in check)'
-	@echo '  bench        benchmarks printing JSON lines (bench-lib, bench-sched)'
+	@echo '  bench        benchmarks printing JSON lines (bench-lib, bench-sched, bench-coop)'
 	@echo '  lab-setup    create or update the cached lab rootfs (scripts/lab setup)'
 	@echo '  lab-shell    an interactive shell in the lab rootfs (chroot)'
 	@echo '  clean        remove build/'
@@ -98,7 +98,7 @@ clean:
 	$(Q)rm -rf $(BUILD)
 
 stress: stress-native stress-guest
-bench: bench-lib bench-sched
+bench: bench-lib bench-sched bench-coop
 
 ifeq ($(LAB),1)
 # ---------------------------------------------------------------- via the lab
@@ -140,9 +140,9 @@ test-native: $(NATIVE_TESTS)
 test-guest: $(GUEST_TESTS)
 	$(Q)$(TOP)/tests/run-tests --suite guest $(GUEST_TESTS)
 
-# Parts add their own stress-native/stress-guest/bench-lib/bench-sched
-# prerequisites; with none, these targets only say so.
-stress-native stress-guest bench-lib bench-sched:
+# Parts add their own stress-native/stress-guest/bench-lib/bench-sched/
+# bench-coop prerequisites; with none, these targets only say so.
+stress-native stress-guest bench-lib bench-sched bench-coop:
 	@echo "make $@: done"
 
 $(BUILD)/:

@@ -166,7 +166,12 @@ endif
 # `make bench-lib`: every benchmark on every runtime at 1 and 2 workers (and
 # the machine's CPU count if larger), JSON lines into build/bench/, then a
 # table. WSBENCH_REPEAT and WSBENCH_WORKERS override the defaults.
-.PHONY: wsbench-all
+.PHONY: wsbench-all ws-bench-coop
+# `make bench-coop` (in the lab guest): wsbench lock under EEVDF and
+# scx_wsched with hints off and on (userspace/bench/bench-coop).
+bench-coop: ws-bench-coop
+ws-bench-coop: $(WSBENCH) $(BUILD)/bin/scx_wsched
+	$(Q)$(WS_BENCH_DIR)/bench-coop
 bench-lib: wsbench-all
 wsbench-all: $(WSBENCH) $(WSBENCH_LLVM)
 	$(Q)$(WS_BENCH_DIR)/wsbench-all $(WSBENCH) $(BUILD)/bench/wsbench.jsonl
