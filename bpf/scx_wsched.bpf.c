@@ -49,7 +49,9 @@
  *   by (1 + waiting tasks) when it is not, down to 1/8 of the base slice
  *   (nr_short_slices); ops.tick() also cuts the running task's slice to that
  *   floor when tasks are waiting behind it, and kicks an idle thief.
- * - Yield: sched_yield() gives the slice up (as without ops.yield);
+ * - Yield: sched_yield() gives the slice up (as without ops.yield); a
+ *   registered thread's goes behind every task waiting on its CPU
+ *   (yield-to-all), or hands the CPU to the thread its hint slot names;
  *   yield_to(to) runs @to next on the yielder's CPU when it waits on a
  *   deque and may run there, else moves it to the front of its own CPU;
  *   see wsched_yield().
@@ -106,6 +108,7 @@
 #define WS_KICK_IDLE	bpf_core_enum_value(enum scx_kick_flags, SCX_KICK_IDLE)
 #define WS_KICK_PREEMPT	bpf_core_enum_value(enum scx_kick_flags, SCX_KICK_PREEMPT)
 #define WS_TASK_QUEUED	bpf_core_enum_value(enum scx_ent_flags, SCX_TASK_QUEUED)
+#define WS_DSQ_ITER_REV	bpf_core_enum_value(enum scx_dsq_iter_flags, SCX_DSQ_ITER_REV)
 
 char _license[] SEC("license") = "GPL";
 
@@ -644,6 +647,30 @@ static __always_inline struct task_struct *hint_yield_target(struct task_struct 
 	return t;
 }
 
+/*
+ * Yield-to-all (Arora, Blumofe & Plaxton): a registered thread's
+ * sched_yield() puts it behind every task waiting on this CPU's deque, so
+ * each of them (its own process's preempted workers first among them) runs
+ * before it does again. Its vtime goes just past the deque's last task (the
+ * deque is vtime-ordered: the reverse iterator's first entry); it pays for
+ * that with its own share, like any task that gives its turn away.
+ */
+static __always_inline void yield_behind_all(struct task_struct *from)
+{
+	struct task_struct *p;
+	u64 last = 0;
+	bool any = false;
+
+	bpf_for_each(scx_dsq, p, (u64)bpf_get_smp_processor_id(), WS_DSQ_ITER_REV) {
+		last = p->scx.dsq_vtime;
+		any = true;
+		break;
+	}
+	STAT_INC(nr_yield_all);
+	if (any && time_before(from->scx.dsq_vtime, last + 1))
+		scx_bpf_task_set_dsq_vtime(from, last + 1);
+}
+
 bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *to)
 {
 	struct task_struct *t;
@@ -655,6 +682,8 @@ bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *
 			if (yield_towards(from, t, true))
 				STAT_INC(nr_yield_hint_handoff);
 			bpf_task_release(t);
+		} else if (hint_slot(from, NULL)) {
+			yield_behind_all(from);
 		}
 		scx_bpf_task_set_slice(from, 0);
 		return false;

@@ -46,6 +46,7 @@ struct wsched_stats {
 	__u64 nr_yield_to_boost;	/* ... the target could not run here: moved to the head of its own CPU */
 	__u64 nr_yield_hint;		/* sched_yield() naming a target of its own process in a hint slot */
 	__u64 nr_yield_hint_handoff;	/* ... the target was found queued and runs next */
+	__u64 nr_yield_all;		/* sched_yield() of a registered thread: queued behind this CPU's deque */
 	/* Hints (Documentation/abi.md). */
 	__u64 nr_grace_granted;		/* a task in a critical section got a grace slice */
 	__u64 nr_grace_overrun;		/* ... and was still in that section when it ran out */

@@ -854,4 +854,68 @@ TEST_F_TIMEOUT(hint, grace_is_bounded_for_a_section_that_never_ends, 60)
 	EXPECT_LE(1, s1.nr_grace_overrun);
 }
 
+/* ------------------------------------------------ yield-to-all */
+
+struct yall {
+	volatile unsigned long counter;
+	volatile int stop, ready;
+};
+
+static void *yall_spinner(void *arg)
+{
+	struct yall *y = arg;
+
+	pin(1);
+	y->ready = 1;
+	while (!y->stop)
+		y->counter++;
+	return NULL;
+}
+
+/* Of @n sched_yield() calls on CPU 1 beside the spinner, how many let it run. */
+static int yields_that_let_it_run(struct yall *y, int n)
+{
+	int i, ran = 0;
+
+	for (i = 0; i < n; i++) {
+		unsigned long c0 = y->counter;
+
+		sched_yield();
+		ran += y->counter != c0;
+	}
+	return ran;
+}
+
+/*
+ * A registered thread's sched_yield() goes behind everything waiting on its
+ * CPU (ABP's yield-to-all): a spinner of the same process on that CPU runs
+ * before the yielder returns, nearly every time. The same thread
+ * unregistered gets the plain sched_ext yield (logged for comparison).
+ */
+TEST_F_TIMEOUT(hint, registered_sched_yield_goes_behind_everyone, 60)
+{
+	struct yall y = { 0, 0, 0 };
+	struct wsched_stats s0, s1;
+	pthread_t sp;
+	int ran_plain, ran_all;
+
+	pin(1);
+	ASSERT_EQ(0, pthread_create(&sp, NULL, yall_spinner, &y));
+	while (!y.ready)
+		sched_yield();
+	ran_plain = yields_that_let_it_run(&y, 200);
+	ASSERT_EQ(0, ws_thread_register());
+	ASSERT_EQ(0, read_stats(&s0));
+	ran_all = yields_that_let_it_run(&y, 200);
+	ASSERT_EQ(0, read_stats(&s1));
+	ws_thread_unregister();
+	y.stop = 1;
+	pthread_join(sp, NULL);
+	TH_LOG("spinner ran during %d of 200 yields unregistered, %d of 200 registered; "
+	       "nr_yield_all +%llu", ran_plain, ran_all,
+	       (unsigned long long)(s1.nr_yield_all - s0.nr_yield_all));
+	EXPECT_GE(ran_all, 180);
+	EXPECT_GE(s1.nr_yield_all - s0.nr_yield_all, 200);
+}
+
 TEST_HARNESS_MAIN
