@@ -44,7 +44,7 @@ static const char *const stat_names[] = {
 	"nr_steal_attempts", "nr_steals", "nr_steals_remote_llc",
 	"nr_steals_balance", "nr_kicks", "nr_keep_running",
 	"nr_short_slices", "nr_dispatch_idle", "nr_yield_to",
-	"nr_yield_to_handoff", "nr_yield_to_boost",
+	"nr_yield_to_handoff", "nr_yield_to_boost", "nr_yield_to_unfair",
 };
 _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == WSCHED_NR_STATS,
 	       "stat_names[] out of sync with struct wsched_stats");

@@ -42,6 +42,7 @@ struct wsched_stats {
 	__u64 nr_yield_to;		/* ops.yield() with a target (yield_to()) */
 	__u64 nr_yield_to_handoff;	/* ... the target was moved here and ran next */
 	__u64 nr_yield_to_boost;	/* ... the target could not run here: moved to the head of its own CPU */
+	__u64 nr_yield_to_unfair;	/* ... declined: the target is too far ahead in vtime of those it would jump */
 };
 
 #define WSCHED_NR_STATS (sizeof(struct wsched_stats) / sizeof(__u64))
