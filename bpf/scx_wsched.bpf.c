@@ -116,6 +116,7 @@ char _license[] SEC("license") = "GPL";
 #define LAG_SLICES		16	/* max vtime lag of any task, in base slices */
 #define CPU_MASK		(WSCHED_MAX_CPUS - 1)
 #define YIELD_SCAN_MAX		256	/* deque entries searched for a yield target */
+#define YIELD_LEAD_SLICES	LAG_SLICES	/* vtime a yield target may be ahead of a deque's head */
 
 /* Tunables and topology, written by the loader before load. */
 const volatile u64 slice_ns = WSCHED_SLICE_US_DFL * 1000ULL;
@@ -549,6 +550,25 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
 }
 
 /*
+ * May @to be run ahead of the tasks waiting on deque @dsq? Only while its
+ * vtime is at most YIELD_LEAD_SLICES base slices ahead of the deque's head,
+ * or two threads yielding to each other would keep a CPU between them
+ * (each dispatch runs the last call's target) and starve everything else.
+ */
+static __always_inline bool yield_fair(struct task_struct *to, u64 dsq)
+{
+	struct task_struct *head;
+
+	if (dsq >= nr_cpus)
+		return true;
+	head = __COMPAT_scx_bpf_dsq_peek(dsq);
+	if (!head)
+		return true;
+	return !time_before(head->scx.dsq_vtime + YIELD_LEAD_SLICES * slice_ns,
+			    to->scx.dsq_vtime);
+}
+
+/*
  * sched_yield() (@to NULL): give the slice up, what the kernel does for a
  * scheduler without ops.yield; dispatch then lets @from compete with the
  * deque's head by vtime as at the end of any slice.
@@ -559,7 +579,9 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
  * (nr_yield_to_handoff); if its affinity or a migrate_disable() keeps it
  * off this CPU, its own CPU is kicked and moves it to the front there
  * (nr_yield_to_boost); if it already sits on a local DSQ it is next there
- * anyway (another CPU's is kicked). Either way @from gives its slice up and
+ * anyway (another CPU's is kicked). A target more than YIELD_LEAD_SLICES
+ * of vtime ahead of the head of a deque it would jump is declined
+ * (nr_yield_to_unfair, see yield_fair()). Either way @from gives its slice up and
  * its vtime goes to at least @to's, so it queues behind @to. Returning
  * true tells yield_to() the request is implemented and it reschedules; a
  * target we cannot reach (in flight between DSQs, on the global fallback
@@ -585,7 +607,15 @@ static __always_inline bool yield_towards(struct task_struct *from, struct task_
 	if (here_only && (dsq_id >= nr_cpus || !may_run_on(to, cpu)))
 		return false;
 	if (dsq_id < nr_cpus) {
+		if (!yield_fair(to, dsq_id)) {
+			STAT_INC(nr_yield_to_unfair);
+			return false;
+		}
 		if (may_run_on(to, cpu)) {
+			if ((u64)cpu != dsq_id && !yield_fair(to, cpu)) {
+				STAT_INC(nr_yield_to_unfair);
+				return false;
+			}
 			yt = &yield_target[cpu & CPU_MASK];
 			yt->boost = 0;
 		} else {

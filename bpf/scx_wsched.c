@@ -47,7 +47,7 @@ static const char *const stat_names[] = {
 	"nr_steal_attempts", "nr_steals", "nr_steals_remote_llc",
 	"nr_steals_balance", "nr_kicks", "nr_keep_running",
 	"nr_short_slices", "nr_dispatch_idle", "nr_yield_to",
-	"nr_yield_to_handoff", "nr_yield_to_boost",
+	"nr_yield_to_handoff", "nr_yield_to_boost", "nr_yield_to_unfair",
 	"nr_yield_hint", "nr_yield_hint_handoff", "nr_yield_all",
 	"nr_grace_granted", "nr_grace_overrun", "nr_hint_malformed",
 };

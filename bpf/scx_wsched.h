@@ -44,6 +44,7 @@ struct wsched_stats {
 	__u64 nr_yield_to;		/* ops.yield() with a target (yield_to()) */
 	__u64 nr_yield_to_handoff;	/* ... the target was moved here and ran next */
 	__u64 nr_yield_to_boost;	/* ... the target could not run here: moved to the head of its own CPU */
+	__u64 nr_yield_to_unfair;	/* ... declined: the target is too far ahead in vtime of those it would jump */
 	__u64 nr_yield_hint;		/* sched_yield() naming a target of its own process in a hint slot */
 	__u64 nr_yield_hint_handoff;	/* ... the target was found queued and runs next */
 	__u64 nr_yield_all;		/* sched_yield() of a registered thread: queued behind this CPU's deque */

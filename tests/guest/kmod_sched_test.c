@@ -19,6 +19,9 @@
  * so a spinner that just used its slice is passed over; the EEVDF case
  * logs the decoy rounds for Documentation/kmod.md but does not assert them.
  *
+ * Fairness (scx_wsched only): two threads yielding to each other in a loop
+ * must not keep their CPU from a hog sharing it.
+ *
  * Target elsewhere (scx_wsched only): the same rounds with target and decoy
  * pinned to another CPU than the caller: the scheduler may not pull the
  * target over, it boosts it on its own CPU (see that case).
@@ -524,6 +527,80 @@ TEST_F_TIMEOUT(sched, scx_wsched_yield_to_other_cpu, 120)
 	EXPECT_LE(yt / 2, boost);
 	EXPECT_LT(0, boost);
 	EXPECT_LE(boost, yt);
+}
+
+/*
+ * A directed yield must not let two threads keep a CPU between them: A and
+ * B yield to each other in a loop on CPU, a hog C shares the CPU. Without a
+ * limit every dispatch on that CPU would run the last call's target and C
+ * would starve (until the kernel's watchdog ejected the scheduler). C must
+ * get a real share: at least a tenth of the CPU (a fair share is a third).
+ */
+struct yf_arg {
+	int fd;
+	atomic_int *tids;
+	int me;
+	atomic_int *stop;
+	long calls, handed_over;
+};
+
+static void *yf_player(void *arg)
+{
+	struct yf_arg *a = arg;
+
+	kmod_pin(CPU);
+	atomic_store(&a->tids[a->me], kmod_gettid());
+	while (!atomic_load(&a->tids[!a->me]))
+		usleep(1000);
+	while (!atomic_load_explicit(a->stop, memory_order_relaxed)) {
+		int ret = kmod_yield_to(a->fd, atomic_load(&a->tids[!a->me]), NULL);
+
+		a->calls++;
+		a->handed_over += ret == 1;
+	}
+	return NULL;
+}
+
+static void *yf_hog(void *arg)
+{
+	atomic_int *stop = arg;
+	struct timespec ts;
+
+	kmod_pin(CPU);
+	while (!atomic_load_explicit(stop, memory_order_relaxed))
+		;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (void *)(long)(ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
+TEST_F_TIMEOUT(sched, scx_wsched_yield_to_stays_fair, 120)
+{
+	const char *why = scx_start(self, true);
+	atomic_int tids[2] = { 0, 0 }, stop = 0;
+	struct yf_arg a0 = { .tids = tids, .me = 0, .stop = &stop };
+	struct yf_arg a1 = { .tids = tids, .me = 1, .stop = &stop };
+	pthread_t p0, p1, hog;
+	void *hog_ms;
+	char state[64];
+
+	if (why)
+		SKIP(return, "%s", why);
+	a0.fd = a1.fd = self->fd;
+	pthread_create(&hog, NULL, yf_hog, &stop);
+	pthread_create(&p0, NULL, yf_player, &a0);
+	pthread_create(&p1, NULL, yf_player, &a1);
+	sleep(3);
+	atomic_store(&stop, 1);
+	pthread_join(p0, NULL);
+	pthread_join(p1, NULL);
+	pthread_join(hog, &hog_ms);
+	TH_LOG("3 s: players made %ld + %ld calls, %ld + %ld handed over; the hog ran %ld ms",
+	       a0.calls, a1.calls, a0.handed_over, a1.handed_over, (long)hog_ms);
+	EXPECT_LT(0, a0.handed_over + a1.handed_over);
+	EXPECT_LE(300, (long)hog_ms);
+	ASSERT_EQ(0, read_state(state, sizeof(state)));
+	EXPECT_STREQ("enabled", state) TH_LOG("the scheduler was ejected; see %s", self->log);
+	EXPECT_EQ(0, scx_stop(self)) TH_LOG("scx_wsched exit status; see %s", self->log);
 }
 
 TEST_HARNESS_MAIN
