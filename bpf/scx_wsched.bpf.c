@@ -458,7 +458,8 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 
 	vtime = vtime_floor(vtime);
 	waiting = scx_bpf_dsq_nr_queued(cpu);
-	scx_bpf_dsq_insert_vtime(p, cpu, task_slice(waiting), vtime, enq_flags);
+	scx_bpf_dsq_insert_vtime(p, cpu, hint_is_thief(p) ? min_slice() : task_slice(waiting),
+				 vtime, enq_flags);
 	STAT_INC(nr_enqueued);
 	if (p->nr_cpus_allowed > 1 && unstealable[cpu & CPU_MASK])
 		unstealable[cpu & CPU_MASK] = 0;
@@ -749,6 +750,10 @@ void BPF_STRUCT_OPS(wsched_stopping, struct task_struct *p, bool runnable)
 		return;
 	ran = now - tctx->run_start;
 	tctx->run_start = 0;
+	if (hint_is_thief(p)) {
+		ran *= WS_THIEF_CHARGE;
+		STAT_INC(nr_thief_demotions);
+	}
 	scx_bpf_task_set_dsq_vtime(p, vtime_floor(p->scx.dsq_vtime +
 						  scale_by_task_weight_inverse(p, ran)));
 }

@@ -49,6 +49,7 @@ static const char *const stat_names[] = {
 	"nr_short_slices", "nr_dispatch_idle", "nr_yield_to",
 	"nr_yield_to_handoff", "nr_yield_to_boost", "nr_yield_to_unfair",
 	"nr_yield_hint", "nr_yield_hint_handoff", "nr_yield_all",
+	"nr_thief_demotions",
 	"nr_grace_granted", "nr_grace_overrun", "nr_hint_malformed",
 };
 _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == WSCHED_NR_STATS,

@@ -48,6 +48,7 @@ struct wsched_stats {
 	__u64 nr_yield_hint;		/* sched_yield() naming a target of its own process in a hint slot */
 	__u64 nr_yield_hint_handoff;	/* ... the target was found queued and runs next */
 	__u64 nr_yield_all;		/* sched_yield() of a registered thread: queued behind this CPU's deque */
+	__u64 nr_thief_demotions;	/* runs of a THIEF-state thread charged WS_THIEF_CHARGE x in vtime */
 	/* Hints (Documentation/abi.md). */
 	__u64 nr_grace_granted;		/* a task in a critical section got a grace slice */
 	__u64 nr_grace_overrun;		/* ... and was still in that section when it ran out */

@@ -159,4 +159,22 @@ static __always_inline void wsched_hint_tick(struct task_struct *p)
 	STAT_INC(nr_grace_granted);
 }
 
+/*
+ * Thief demotion: a registered thread whose slot says THIEF (a pool worker
+ * looking for work to steal) is charged WS_THIEF_CHARGE times its run time
+ * in vtime (wsched_stopping) and gets the shortest slice (wsched_enqueue):
+ * it runs after the tasks waiting with it, among them its own process's
+ * workers that hold work, and gives the CPU back soon. A thread that lies
+ * (says WORKER while it spins) is only treated like any task: the state can
+ * cost a process CPU, never gain it any.
+ */
+#define WS_THIEF_CHARGE	4
+
+static __always_inline bool hint_is_thief(struct task_struct *p)
+{
+	struct ws_hint_slot *s = hint_slot(p, bpf_task_storage_get(&hint_ctxs, p, 0, 0));
+
+	return s && *(volatile u32 *)&s->state == WS_HINT_THIEF;
+}
+
 #endif /* __SCX_WSCHED_HINT_BPF_H */

@@ -918,4 +918,67 @@ TEST_F_TIMEOUT(hint, registered_sched_yield_goes_behind_everyone, 60)
 	EXPECT_GE(s1.nr_yield_all - s0.nr_yield_all, 200);
 }
 
+/* ------------------------------------------------ thief demotion */
+
+struct demo {
+	volatile int stop, ready;
+	unsigned long long cpu_ns[2];
+};
+
+struct demo_arg {
+	struct demo *d;
+	int idx;
+	__u32 state;
+};
+
+static void *demo_spinner(void *arg)
+{
+	struct demo_arg *a = arg;
+	struct timespec ts;
+
+	pin(1);
+	if (ws_thread_register())
+		return NULL;
+	ws_hint_set_state(a->state);
+	__atomic_fetch_add(&a->d->ready, 1, __ATOMIC_SEQ_CST);
+	while (!a->d->stop)
+		;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	a->d->cpu_ns[a->idx] = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	ws_thread_unregister();
+	return NULL;
+}
+
+/*
+ * Two registered spinners of one process share CPU 1, one saying WORKER,
+ * one THIEF: the thief is charged 4x its run time, so the worker gets most
+ * of the CPU (about 4:1; asserted at least 2.5:1), and the demotions count.
+ */
+TEST_F_TIMEOUT(hint, thieves_run_after_workers, 60)
+{
+	struct demo d = { 0, 0, { 0, 0 } };
+	struct demo_arg a[2] = { { &d, 0, WS_HINT_WORKER }, { &d, 1, WS_HINT_THIEF } };
+	struct wsched_stats s0, s1;
+	pthread_t t[2];
+	double ratio;
+	int i;
+
+	ASSERT_EQ(0, read_stats(&s0));
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, demo_spinner, &a[i]));
+	ASSERT_TRUE(wait_flag(&d.ready, 2, 10));
+	ws_sleep(3.0);
+	d.stop = 1;
+	for (i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	ASSERT_EQ(0, read_stats(&s1));
+	ASSERT_LT(0ULL, d.cpu_ns[1]);
+	ratio = (double)d.cpu_ns[0] / (double)d.cpu_ns[1];
+	TH_LOG("worker %.0f ms, thief %.0f ms of CPU: %.2f:1; nr_thief_demotions +%llu",
+	       d.cpu_ns[0] / 1e6, d.cpu_ns[1] / 1e6, ratio,
+	       (unsigned long long)(s1.nr_thief_demotions - s0.nr_thief_demotions));
+	EXPECT_GT(ratio, 2.5);
+	EXPECT_GT(s1.nr_thief_demotions - s0.nr_thief_demotions, 0);
+}
+
 TEST_HARNESS_MAIN
