@@ -329,13 +329,20 @@ static bool try_enter_searching(struct ws_pool *p)
 }
 
 /* Found work while searching: stop searching; the last searcher to leave
- * while others sleep wakes one, so that work spreads (Go's rule). */
-static void leave_searching(struct ws_pool *p, bool found)
+ * while others sleep wakes one, so that work spreads (Go's rule). The
+ * worker it wakes will want something to steal: ask ourselves to share at
+ * our next spawn, which comes before the first leaf of the work we took;
+ * the woken worker's own request would be answered only after that leaf. */
+static void leave_searching(struct ws_worker *w, bool found)
 {
+	struct ws_pool *p = w->pool;
 	uint64_t old = idle_add(p, 0, -1);
 
-	if (found && IDLE_SEARCHING(old) == 1 && IDLE_SLEEPING(old))
+	if (found && IDLE_SEARCHING(old) == 1 && IDLE_SLEEPING(old)) {
+		if (!(__atomic_load_n(&w->d.req, __ATOMIC_RELAXED) & _WS_REQ_SPLIT))
+			__atomic_fetch_or(&w->d.req, _WS_REQ_SPLIT, __ATOMIC_RELAXED);
 		wake_one(p);
+	}
 }
 
 /* ------------------------------------------------------------ stealing */
@@ -557,16 +564,16 @@ static int find_work(struct ws_worker *w, struct ws_task **tp, struct ws_job **j
 
 			for (;;) {
 				if ((*tp = steal_round(w, UINT_MAX))) {
-					leave_searching(p, true);
+					leave_searching(w, true);
 					return FOUND_TASK;
 				}
 				if ((*jp = take_public(p))) {
-					leave_searching(p, true);
+					leave_searching(w, true);
 					return FOUND_JOB;
 				}
 				if (atomic_load_explicit(&p->stop, memory_order_acquire) &&
 				    !atomic_load_explicit(&p->nr_queued, memory_order_acquire)) {
-					leave_searching(p, false);
+					leave_searching(w, false);
 					return FOUND_NONE;
 				}
 				if (p->no_spin || !backoff(w, start))
