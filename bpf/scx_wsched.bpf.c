@@ -750,7 +750,7 @@ void BPF_STRUCT_OPS(wsched_stopping, struct task_struct *p, bool runnable)
 		return;
 	ran = now - tctx->run_start;
 	tctx->run_start = 0;
-	if (hint_is_thief(p)) {
+	if (wsched_hint_stopping(p, runnable)) {
 		ran *= WS_THIEF_CHARGE;
 		STAT_INC(nr_thief_demotions);
 	}

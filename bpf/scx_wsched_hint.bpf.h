@@ -177,4 +177,24 @@ static __always_inline bool hint_is_thief(struct task_struct *p)
 	return s && *(volatile u32 *)&s->state == WS_HINT_THIEF;
 }
 
+/*
+ * ops.stopping: one read of @p's slot. Counts a task descheduled while
+ * still runnable (preempted, its slice or grace used up, or yielding)
+ * inside a marked critical section: the lock-holder preemptions that still
+ * happened (nr_cs_preempted; the avoided ones are nr_grace_granted).
+ * Returns whether @p is a thief (thief demotion).
+ */
+static __always_inline bool wsched_hint_stopping(struct task_struct *p, bool runnable)
+{
+	struct ws_hint_slot *s = hint_slot(p, bpf_task_storage_get(&hint_ctxs, p, 0, 0));
+	u32 depth;
+
+	if (!s)
+		return false;
+	depth = *(volatile u32 *)&s->cs_depth;
+	if (runnable && depth && depth <= WS_HINT_MAX_DEPTH)
+		STAT_INC(nr_cs_preempted);
+	return *(volatile u32 *)&s->state == WS_HINT_THIEF;
+}
+
 #endif /* __SCX_WSCHED_HINT_BPF_H */

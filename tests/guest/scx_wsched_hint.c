@@ -981,4 +981,75 @@ TEST_F_TIMEOUT(hint, thieves_run_after_workers, 60)
 	EXPECT_GT(s1.nr_thief_demotions - s0.nr_thief_demotions, 0);
 }
 
+/* ------------------------------------------------ a liar's CPU share */
+
+struct share {
+	volatile int stop, ready;
+	unsigned long long cpu_ns[2];
+};
+
+static void share_child(struct share *sh, int idx, bool liar)
+{
+	struct timespec ts;
+
+	pin(1);
+	if (ws_thread_register())
+		_exit(3);
+	if (liar)
+		ws_critical_enter();	/* and never leaves */
+	__atomic_fetch_add(&sh->ready, 1, __ATOMIC_SEQ_CST);
+	while (!sh->stop) {
+		if (liar) {		/* a new section every moment: cs_count moves */
+			ws_critical_enter();
+			ws_critical_exit();
+		}
+	}
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	sh->cpu_ns[idx] = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	_exit(0);
+}
+
+/*
+ * Two identical CPU-bound processes share CPU 1; one claims to be inside a
+ * critical section for its whole life, and enters a nested one all the
+ * time so that its cs_count keeps moving. Graces are at most one per run
+ * and charged to its vtime: it gets at most 5% more CPU than the honest one.
+ */
+TEST_F_TIMEOUT(hint, endless_critical_section_gains_at_most_5pct, 60)
+{
+	struct share *sh = shared_mem(sizeof(*sh));
+	struct wsched_stats s0, s1;
+	pid_t pid[2];
+	double ratio;
+	int i, st;
+
+	ASSERT_NE(NULL, sh);
+	ASSERT_EQ(0, read_stats(&s0));
+	for (i = 0; i < 2; i++) {
+		pid[i] = fork();
+		ASSERT_LE(0, pid[i]);
+		if (pid[i] == 0)
+			share_child(sh, i, i == 1);
+	}
+	ASSERT_TRUE(wait_flag(&sh->ready, 2, 10));
+	ws_sleep(5.0);
+	sh->stop = 1;
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(pid[i], waitpid(pid[i], &st, 0));
+		EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	ASSERT_EQ(0, read_stats(&s1));
+	ASSERT_LT(0ULL, sh->cpu_ns[0]);
+	ratio = (double)sh->cpu_ns[1] / (double)sh->cpu_ns[0];
+	TH_LOG("honest %.0f ms, liar %.0f ms of CPU (liar/honest %.3f); graces +%llu, "
+	       "overruns +%llu, in-section preemptions +%llu",
+	       sh->cpu_ns[0] / 1e6, sh->cpu_ns[1] / 1e6, ratio,
+	       (unsigned long long)(s1.nr_grace_granted - s0.nr_grace_granted),
+	       (unsigned long long)(s1.nr_grace_overrun - s0.nr_grace_overrun),
+	       (unsigned long long)(s1.nr_cs_preempted - s0.nr_cs_preempted));
+	EXPECT_LE(ratio, 1.05);
+	EXPECT_GT(s1.nr_cs_preempted - s0.nr_cs_preempted, 0);
+	munmap(sh, sizeof(*sh));
+}
+
 TEST_HARNESS_MAIN
