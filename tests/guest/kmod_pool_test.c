@@ -275,74 +275,72 @@ static pid_t scx_up(const char *log)
 	return ws_start(args, log, NULL);
 }
 
-TEST_F_TIMEOUT(scx, hint_path_hands_over, 150)
+/*
+ * fib(30) on three workers pinned to CPU 1 under scx_wsched, with or
+ * without wsched.ko: the path the pool took, its stats, and the
+ * scheduler's counters @names from its last JSON line.
+ */
+static void scx_run(struct __test_metadata *_metadata, bool module, struct ws_worker_stats *st,
+		    enum ws_yield_path *used, const char *const *names, long long *vals, int n)
 {
 	char log[64];
-	struct ws_worker_stats st;
-	enum ws_yield_path used;
 	long r;
 	pid_t scx;
-	int err;
-	long long hint, hint_ho;
+	int err, i;
 
-	if (sysconf(_SC_NPROCESSORS_ONLN) <= CPU)
-		SKIP(return, "needs CPU %d", CPU);
-	ASSERT_EQ(0, kmod_ensure_unloaded());
+	ASSERT_EQ(0, module ? kmod_ensure_loaded() : kmod_ensure_unloaded());
 	snprintf(log, sizeof(log), "/tmp/kmod_pool_test.scx.%d", getpid());
 	scx = scx_up(log);
 	ASSERT_LT(0, scx) TH_LOG("scx_wsched did not start (%s)", ws_bin());
-	err = run_pinned(WS_YIELD_AUTO, 30, &st, &used, &r);
+	err = run_pinned(WS_YIELD_AUTO, 30, st, used, &r);
 	ASSERT_EQ(0, ws_stop(scx));
 	ASSERT_EQ(0, err);
-	hint = ws_json_last(log, "nr_yield_hint");
-	hint_ho = ws_json_last(log, "nr_yield_hint_handoff");
-	TH_LOG("path %s: yields %llu, directed %llu; scheduler: nr_yield_hint %lld, "
-	       "nr_yield_hint_handoff %lld, nr_yield_to_handoff %lld", ws_yield_path_name(used),
-	       (unsigned long long)st.nr_yields, (unsigned long long)st.nr_yield_to, hint,
-	       hint_ho, ws_json_last(log, "nr_yield_to_handoff"));
+	for (i = 0; i < n; i++)
+		vals[i] = ws_json_last(log, names[i]);
 	unlink(log);
 	EXPECT_EQ(fib_ref(30), r);
+	TH_LOG("path %s: yields %llu, directed %llu, handed over %llu", ws_yield_path_name(*used),
+	       (unsigned long long)st->nr_yields, (unsigned long long)st->nr_yield_to,
+	       (unsigned long long)st->nr_handoffs);
+	for (i = 0; i < n; i++)
+		TH_LOG("scheduler %s: %lld", names[i], vals[i]);
+}
+
+TEST_F_TIMEOUT(scx, hint_path_hands_over, 150)
+{
+	static const char *const names[] = { "nr_yield_hint", "nr_yield_hint_handoff" };
+	struct ws_worker_stats st;
+	enum ws_yield_path used;
+	long long v[2];
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) <= CPU)
+		SKIP(return, "needs CPU %d", CPU);
+
+	scx_run(_metadata, false, &st, &used, names, v, 2);
 	EXPECT_EQ(WS_YIELD_HINT, used);
 	EXPECT_GT(st.nr_yield_to, 0);
-	EXPECT_GT(hint, 0);
-	EXPECT_LE(hint, (long long)st.nr_yield_to);
-	EXPECT_GT(hint_ho, 0);
-	EXPECT_LE(hint_ho, hint);
+	EXPECT_GT(v[0], 0);
+	EXPECT_LE(v[0], (long long)st.nr_yield_to);
+	EXPECT_GT(v[1], 0);
+	EXPECT_LE(v[1], v[0]);
 }
 
 TEST_F_TIMEOUT(scx, module_path_reaches_ops_yield, 150)
 {
-	char log[64];
+	static const char *const names[] = { "nr_yield_to", "nr_yield_hint" };
 	struct ws_worker_stats st;
 	enum ws_yield_path used;
-	long r;
-	pid_t scx;
-	int err;
-	long long yt, hint;
+	long long v[2];
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) <= CPU)
 		SKIP(return, "needs CPU %d", CPU);
-	ASSERT_EQ(0, kmod_ensure_loaded());
-	snprintf(log, sizeof(log), "/tmp/kmod_pool_test.scx.%d", getpid());
-	scx = scx_up(log);
-	ASSERT_LT(0, scx) TH_LOG("scx_wsched did not start (%s)", ws_bin());
-	err = run_pinned(WS_YIELD_AUTO, 30, &st, &used, &r);
-	ASSERT_EQ(0, ws_stop(scx));
-	ASSERT_EQ(0, err);
-	yt = ws_json_last(log, "nr_yield_to");
-	hint = ws_json_last(log, "nr_yield_hint");
-	TH_LOG("path %s: yields %llu, directed %llu, handed over %llu; scheduler: "
-	       "nr_yield_to %lld, nr_yield_to_handoff %lld, nr_yield_hint %lld",
-	       ws_yield_path_name(used), (unsigned long long)st.nr_yields,
-	       (unsigned long long)st.nr_yield_to, (unsigned long long)st.nr_handoffs, yt,
-	       ws_json_last(log, "nr_yield_to_handoff"), hint);
-	unlink(log);
-	EXPECT_EQ(fib_ref(30), r);
+
+	scx_run(_metadata, true, &st, &used, names, v, 2);
 	EXPECT_EQ(WS_YIELD_MODULE, used);
 	EXPECT_GT(st.nr_yield_to, 0);
 	EXPECT_GT(st.nr_handoffs, 0);
-	EXPECT_GE(yt, (long long)st.nr_handoffs);
-	EXPECT_EQ(0, hint);
+	EXPECT_GE(v[0], (long long)st.nr_handoffs);
+	EXPECT_EQ(0, v[1]);
 	EXPECT_EQ(0, kmod_ensure_unloaded());
 }
 

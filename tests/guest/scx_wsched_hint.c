@@ -920,6 +920,7 @@ TEST_F_TIMEOUT(hint, registered_sched_yield_goes_behind_everyone, 60)
 
 /* ------------------------------------------------ thief demotion */
 
+/* Two CPU-bound contenders: their CPU times, a start and a stop flag. */
 struct demo {
 	volatile int stop, ready;
 	unsigned long long cpu_ns[2];
@@ -983,12 +984,7 @@ TEST_F_TIMEOUT(hint, thieves_run_after_workers, 60)
 
 /* ------------------------------------------------ a liar's CPU share */
 
-struct share {
-	volatile int stop, ready;
-	unsigned long long cpu_ns[2];
-};
-
-static void share_child(struct share *sh, int idx, bool liar)
+static void share_child(struct demo *sh, int idx, bool liar)
 {
 	struct timespec ts;
 
@@ -1017,7 +1013,7 @@ static void share_child(struct share *sh, int idx, bool liar)
  */
 TEST_F_TIMEOUT(hint, endless_critical_section_gains_at_most_5pct, 60)
 {
-	struct share *sh = shared_mem(sizeof(*sh));
+	struct demo *sh = shared_mem(sizeof(*sh));
 	struct wsched_stats s0, s1;
 	pid_t pid[2];
 	double ratio;
