@@ -8,7 +8,9 @@
 #ifndef WSBENCH_H
 #define WSBENCH_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -51,6 +53,21 @@ extern struct ws_pool_attr bench_wsched_attr;	/* wsched tuning options */
 #endif
 
 /* Shared pieces (bench_c.c). */
+/* Shared by the drivers: CLOCK_MONOTONIC in ns (inline: timing loops call
+ * it); in bench_c.c, the CPUs in the caller's affinity mask (1 if unknown)
+ * and the scheduler running now, "eevdf" or "scx_<ops name>" (sched_ext's
+ * state and root/ops files). */
+static inline uint64_t bench_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+unsigned bench_nr_cpus(void);
+void bench_sched_name(char *buf, size_t len);
+
 uint64_t uts_hash(uint64_t x);
 long nq_serial_bits(uint32_t mask, uint32_t cols, uint32_t d1, uint32_t d2);
 void sort_leaf(int *a, int *tmp, long n);

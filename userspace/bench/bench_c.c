@@ -5,6 +5,7 @@
  * serial pieces every runtime shares (leaf work).
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,39 @@
 #include "bench.h"
 
 /* ---------------------------------------------------------------- shared */
+
+unsigned bench_nr_cpus(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 1;
+	return (unsigned)CPU_COUNT(&set);
+}
+
+void bench_sched_name(char *buf, size_t len)
+{
+	char state[32] = "", ops[64] = "";
+	FILE *f = fopen("/sys/kernel/sched_ext/state", "r");
+
+	if (f) {
+		if (!fgets(state, sizeof(state), f))
+			state[0] = '\0';
+		fclose(f);
+	}
+	if (strncmp(state, "enabled", 7)) {
+		snprintf(buf, len, "eevdf");
+		return;
+	}
+	f = fopen("/sys/kernel/sched_ext/root/ops", "r");
+	if (f) {
+		if (!fgets(ops, sizeof(ops), f))
+			ops[0] = '\0';
+		fclose(f);
+	}
+	ops[strcspn(ops, "\n")] = '\0';
+	snprintf(buf, len, "scx_%s", ops[0] ? ops : "unknown");
+}
 
 uint64_t uts_hash(uint64_t x)
 {

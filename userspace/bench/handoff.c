@@ -44,6 +44,8 @@
 
 #include <wsched/wsched_ioctl.h>
 
+#include "bench.h"
+
 #define MAX_NOISE 16
 
 static const char usage_fmt[] =
@@ -88,14 +90,6 @@ struct run {
 	uint64_t deadline;
 	atomic_long calls, handed_over;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static int pin(int cpu)
 {
@@ -149,7 +143,7 @@ static void *player_main(void *arg)
 				return NULL;
 			yield_once(r, peer);
 		}
-		t = now_ns();
+		t = bench_now_ns();
 		if (r->handoffs > 0) {
 			long i = r->handoffs - 1 - r->warmup;
 
@@ -162,7 +156,7 @@ static void *player_main(void *arg)
 			}
 		}
 		r->handoffs++;
-		atomic_store_explicit(&r->stamp, now_ns(), memory_order_relaxed);
+		atomic_store_explicit(&r->stamp, bench_now_ns(), memory_order_relaxed);
 		/* Release: the peer sees stamp and handoffs once it sees its turn. */
 		atomic_store_explicit(&r->turn, peer, memory_order_release);
 	}
@@ -186,30 +180,6 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void sched_name(char *buf, size_t len)
-{
-	char state[32] = "", ops[64] = "";
-	FILE *f = fopen("/sys/kernel/sched_ext/state", "r");
-
-	if (f) {
-		if (!fgets(state, sizeof(state), f))
-			state[0] = '\0';
-		fclose(f);
-	}
-	if (strncmp(state, "enabled", 7)) {
-		snprintf(buf, len, "eevdf");
-		return;
-	}
-	f = fopen("/sys/kernel/sched_ext/root/ops", "r");
-	if (f) {
-		if (!fgets(ops, sizeof(ops), f))
-			ops[0] = '\0';
-		fclose(f);
-	}
-	ops[strcspn(ops, "\n")] = '\0';
-	snprintf(buf, len, "scx_%s", ops[0] ? ops : "unknown");
-}
-
 /* Runs one measurement and prints its line; 0, or -1 when it could not run. */
 static int measure(struct run *r, bool json, const char *sched)
 {
@@ -224,7 +194,7 @@ static int measure(struct run *r, bool json, const char *sched)
 	r->lat = calloc(r->samples, sizeof(*r->lat));
 	if (!r->lat)
 		return -1;
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	r->deadline = t0 + (uint64_t)(r->max_seconds * 1e9);
 	for (i = 0; i < r->noise; i++)
 		pthread_create(&noise[i], NULL, noise_main, r);
@@ -235,7 +205,7 @@ static int measure(struct run *r, bool json, const char *sched)
 	atomic_store(&r->stop, 1);
 	for (i = 0; i < r->noise; i++)
 		pthread_join(noise[i], NULL);
-	secs = (now_ns() - t0) / 1e9;
+	secs = (bench_now_ns() - t0) / 1e9;
 	if (rets[0] || rets[1]) {
 		fprintf(stderr, "wsbench handoff: cannot pin to CPU %d\n", r->cpu);
 		free(r->lat);
@@ -399,7 +369,7 @@ int bench_handoff_main(int argc, char **argv)
 		}
 	}
 
-	sched_name(sched, sizeof(sched));
+	bench_sched_name(sched, sizeof(sched));
 	if (!json)
 		printf("%-12s %-11s %5s %7s %10s %10s %10s %10s %8s %8s\n", "sched", "method", "noise",
 		       "samples", "median_us", "p10_us", "p90_us", "p99_us", "calls/ho", "handed");

@@ -66,17 +66,9 @@ struct thr {
 	int err;
 };
 
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static inline void spin_until(uint64_t end)
 {
-	while (now_ns() < end)
+	while (bench_now_ns() < end)
 		;
 }
 
@@ -119,13 +111,13 @@ static void *thr_main(void *arg)
 	while (!atomic_load_explicit(&sh->go, memory_order_acquire))
 		sched_yield();
 	while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
-		uint64_t t0 = now_ns(), t1, t2, w;
+		uint64_t t0 = bench_now_ns(), t1, t2, w;
 
 		lock(sh);
-		t1 = now_ns();
+		t1 = bench_now_ns();
 		sh->counter++;
 		spin_until(t1 + sh->cs_ns);
-		t2 = now_ns();
+		t2 = bench_now_ns();
 		unlock(sh);
 		if (t2 - t1 > sh->cs_ns + sh->preempt_ns)
 			t->preempted++;
@@ -156,33 +148,6 @@ static int cmp_u64(const void *a, const void *b)
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
 	return (x > y) - (x < y);
-}
-
-static void sched_name(char *buf, size_t len)
-{
-	FILE *f = fopen("/sys/kernel/sched_ext/root/ops", "re");
-
-	snprintf(buf, len, "eevdf");
-	if (f) {
-		if (fgets(buf, (int)len, f))
-			buf[strcspn(buf, "\n")] = 0;
-		else
-			snprintf(buf, len, "eevdf");
-		fclose(f);
-	}
-	if (!strcmp(buf, "wsched"))
-		snprintf(buf, len, "scx_wsched");
-	else if (!*buf)
-		snprintf(buf, len, "eevdf");
-}
-
-static int vcpus(void)
-{
-	cpu_set_t set;
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return (int)sysconf(_SC_NPROCESSORS_ONLN);
-	return CPU_COUNT(&set);
 }
 
 static int run_one(enum kind k, int nthreads, double seconds, struct shared *proto, bool json)
@@ -216,14 +181,14 @@ static int run_one(enum kind k, int nthreads, double seconds, struct shared *pro
 	}
 	while (atomic_load(&sh->ready) < started)
 		usleep(1000);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	atomic_store_explicit(&sh->go, 1, memory_order_release);
 	if (!err)
 		usleep((useconds_t)(seconds * 1e6));
 	atomic_store(&sh->stop, 1);
 	for (i = 0; i < started; i++)
 		pthread_join(th[i].tid, NULL);
-	t1 = now_ns();
+	t1 = bench_now_ns();
 	hints = started > 0 && atomic_load(&sh->registered) == started;
 	for (i = 0; i < started; i++) {
 		ops += th[i].ops;
@@ -247,7 +212,7 @@ static int run_one(enum kind k, int nthreads, double seconds, struct shared *pro
 	p50 = n ? (double)all[n / 2] : 0;
 	p99 = n ? (double)all[n * 99 / 100] : 0;
 	secs = (t1 - t0) / 1e9;
-	sched_name(sched, sizeof(sched));
+	bench_sched_name(sched, sizeof(sched));
 	if (sh->counter != ops) {
 		fprintf(stderr, "wsbench lock: %s lost updates: counter %llu, acquisitions %llu\n",
 			kind_names[k], (unsigned long long)sh->counter, (unsigned long long)ops);
@@ -259,14 +224,14 @@ static int run_one(enum kind k, int nthreads, double seconds, struct shared *pro
 		       "\"p50_wait_ns\": %.0f, \"p99_wait_ns\": %.0f, "
 		       "\"lock_holder_preemptions\": %llu, \"cs_ns\": %llu, \"out_ns\": %llu, "
 		       "\"seconds\": %.3f, \"result_ok\": %s}\n",
-		       sched, hints ? "true" : "false", kind_names[k], started, vcpus(),
+		       sched, hints ? "true" : "false", kind_names[k], started, (int)bench_nr_cpus(),
 		       ops / secs, p50, p99, (unsigned long long)preempted,
 		       (unsigned long long)sh->cs_ns, (unsigned long long)sh->out_ns, secs,
 		       err ? "false" : "true");
 	else
 		printf("%-10s %-5s %-6s %7d %5d %12.0f %12.0f %12.0f %10llu\n", sched,
-		       hints ? "on" : "off", kind_names[k], started, vcpus(), ops / secs, p50, p99,
-		       (unsigned long long)preempted);
+		       hints ? "on" : "off", kind_names[k], started, (int)bench_nr_cpus(),
+		       ops / secs, p50, p99, (unsigned long long)preempted);
 	fflush(stdout);
 	free(all);
 	free(th);
@@ -313,7 +278,7 @@ int bench_lock_main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct shared proto = { .cs_ns = 1000, .out_ns = 3000, .preempt_ns = 50000, .hints = -1 };
-	int threads = 2 * vcpus(), opt, k, first = 0, last = NR_KINDS - 1, st = 0;
+	int threads = 2 * (int)bench_nr_cpus(), opt, k, first = 0, last = NR_KINDS - 1, st = 0;
 	double seconds = 2;
 	bool json = false;
 

@@ -121,15 +121,6 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static unsigned nr_cpus(void)
-{
-	cpu_set_t set;
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return 1;
-	return (unsigned)CPU_COUNT(&set);
-}
-
 /* ---------------------------------------------------------------- output */
 
 struct result {
@@ -360,7 +351,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!workers)
-		workers = rt == &bench_serial ? 1 : (int)nr_cpus();
+		workers = rt == &bench_serial ? 1 : (int)bench_nr_cpus();
 	if (rt == &bench_serial && workers != 1) {
 		fprintf(stderr, "wsbench: the serial runtime runs with --workers 1 only\n");
 		return 2;
