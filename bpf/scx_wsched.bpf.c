@@ -81,7 +81,10 @@
  *
  * Hints (Documentation/abi.md, scx_wsched_hint.bpf.h): a task of a process
  * registered through the loader's socket whose slice runs out inside a
- * critical section gets one short grace slice, charged to its vtime.
+ * critical section gets one short grace slice, charged to its vtime; a
+ * THIEF is charged 4x and gets the shortest slice; a WORKER queued behind
+ * others gets the next idle CPU, or displaces a running THIEF of its own
+ * process (prefer_worker()).
  *
  * Compatibility: built against the 7.3 headers, loads on sched_ext kernels
  * from 6.12 on: every kfunc that was renamed or changed signature goes
@@ -140,15 +143,27 @@ static u8 unstealable[WSCHED_MAX_CPUS];
 /*
  * Directed yields: the task a CPU's next dispatch runs first, left by
  * ops.yield (pid 0: none), the deque it was queued on, and whether it was
- * a boost on its own CPU (it may not run on the yielder's).
+ * a boost on its own CPU (it may not run on the yielder's). Worker
+ * preference (prefer_worker()) leaves one too, with the tgid whose thief
+ * it preempted: the move happens only if that thief is what the CPU runs.
  */
 struct yield_target {
 	u32 pid;
 	u32 dsq;
 	u32 boost;
-	u32 pad;
+	u32 tgid;	/* worker preference: the preempted thief's tgid; 0: a yield */
 };
 static struct yield_target yield_target[WSCHED_MAX_CPUS];
+
+/*
+ * What each CPU runs (written by ops.running, cleared by ops.stopping, read
+ * from other CPUs without synchronisation): worker preference looks here
+ * for a thief of the worker's own process. A stale entry is caught by
+ * dispatch_yield_target(), which moves the worker only if the thief is
+ * still what runs there.
+ */
+static u32 cur_pid[WSCHED_MAX_CPUS];
+static u32 cur_tgid[WSCHED_MAX_CPUS];
 
 UEI_DEFINE(uei);
 
@@ -398,22 +413,109 @@ static __always_inline bool may_run_on(struct task_struct *p, s32 cpu)
 }
 
 /*
+ * May @to be run ahead of the tasks waiting on deque @dsq? Only while its
+ * vtime is at most YIELD_LEAD_SLICES base slices ahead of the deque's head,
+ * or two threads yielding to each other would keep a CPU between them
+ * (each dispatch runs the last call's target) and starve everything else.
+ */
+static __always_inline bool yield_fair(struct task_struct *to, u64 dsq)
+{
+	struct task_struct *head;
+
+	if (dsq >= nr_cpus)
+		return true;
+	head = __COMPAT_scx_bpf_dsq_peek(dsq);
+	if (!head)
+		return true;
+	return !time_before(head->scx.dsq_vtime + YIELD_LEAD_SLICES * slice_ns,
+			    to->scx.dsq_vtime);
+}
+
+/*
+ * Worker preference (issue 5): @p, a registered thread whose slot says
+ * WORKER (it runs a task of its pool, and may hold work its thieves are
+ * waiting for: libwsched exposes work on demand), was just queued on @cpu's
+ * deque rather than run. The next free CPU should be its: an idle CPU it
+ * may run on is woken to steal it (nr_worker_idle_kicks); failing that, a
+ * CPU running a thief of @p's own process (a thread that says THIEF,
+ * outside any critical section) is preempted and its next dispatch runs @p
+ * (nr_thief_preempted). Only @p's own process's threads are ever displaced,
+ * so a process can trade its own thieves for its own workers but take
+ * nothing from anyone else; @p may not jump more than YIELD_LEAD_SLICES of
+ * vtime ahead of what waits there (yield_fair()), and the thief keeps its
+ * place by vtime on its deque. At most STEAL_SWEEP_MAX CPUs are probed,
+ * from a random start, each with two array reads; only a CPU running a
+ * thread of @p's process costs a slot lookup.
+ */
+static __always_inline void prefer_worker(struct task_struct *p, s32 cpu)
+{
+	struct yield_target *yt;
+	u32 tgid = p->tgid, start, i, c;
+	void *slots;
+	s32 idle;
+
+	idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	if (idle >= 0) {
+		if (idle != cpu) {
+			steal_hint[idle & CPU_MASK] = cpu + 1;
+			scx_bpf_kick_cpu(idle, WS_KICK_IDLE);
+			STAT_INC(nr_kicks);
+			STAT_INC(nr_worker_idle_kicks);
+		}
+		return;
+	}
+	slots = bpf_map_lookup_elem(&hint_procs, &tgid);
+	if (!slots || !nr_cpus)
+		return;
+	start = bpf_get_prandom_u32() % nr_cpus;
+	bpf_for(i, 0, STEAL_SWEEP_MAX) {
+		if (i >= nr_cpus)
+			break;
+		c = (start + i) % nr_cpus;
+		if ((s32)c == cpu || cur_tgid[c & CPU_MASK] != tgid)
+			continue;
+		if (!bpf_cpumask_test_cpu(c, p->cpus_ptr) ||
+		    !tid_is_idle_thief(slots, cur_pid[c & CPU_MASK]) || !yield_fair(p, c))
+			continue;
+		yt = &yield_target[c & CPU_MASK];
+		yt->boost = 0;
+		yt->dsq = cpu;
+		yt->tgid = tgid;
+		yt->pid = p->pid;
+		scx_bpf_kick_cpu(c, WS_KICK_PREEMPT);
+		STAT_INC(nr_kicks);
+		return;
+	}
+}
+
+/*
  * A yield_to() on this CPU, or a boost from another CPU, left a target:
  * move it from its deque to this CPU's local DSQ so it runs next. A target
  * that is gone (it ran, was stolen, went to sleep) leaves the dispatch to
  * the normal path.
  */
-static __always_inline bool dispatch_yield_target(s32 cpu)
+static __always_inline bool dispatch_yield_target(s32 cpu, struct task_struct *prev)
 {
 	struct yield_target *yt = &yield_target[cpu & CPU_MASK];
 	struct task_struct *p;
-	u32 pid = yt->pid, dsq = yt->dsq, boost = yt->boost, n = 0;
+	u32 pid = yt->pid, dsq = yt->dsq, boost = yt->boost, tgid = yt->tgid, n = 0;
 
 	if (!pid)
 		return false;
 	yt->pid = 0;
 	if (dsq >= nr_cpus)
 		return false;
+	/*
+	 * Worker preference: the kick preempted whatever runs here; if that
+	 * is no longer a thief of the worker's process (it stopped between
+	 * prefer_worker()'s look and the kick), leave the target: prev then
+	 * competes by vtime as after any slice and keeps the CPU.
+	 */
+	if (tgid && prev && (prev->scx.flags & WS_TASK_QUEUED) &&
+	    (prev->tgid != tgid || hint_state(prev) != WS_HINT_THIEF)) {
+		STAT_INC(nr_thief_preempt_stale);
+		return false;
+	}
 	bpf_for_each(scx_dsq, p, dsq, 0) {
 		if (++n > YIELD_SCAN_MAX)
 			break;
@@ -423,7 +525,9 @@ static __always_inline bool dispatch_yield_target(s32 cpu)
 			break;
 		if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, WS_DSQ_LOCAL, 0))
 			break;
-		if (boost)
+		if (tgid)
+			STAT_INC(nr_thief_preempted);
+		else if (boost)
 			STAT_INC(nr_yield_to_boost);
 		else
 			STAT_INC(nr_yield_to_handoff);
@@ -449,6 +553,7 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	s32 cpu = scx_bpf_task_cpu(p), waiting;
 	u64 vtime = p->scx.dsq_vtime;
+	u32 state;
 
 	if (cpu < 0 || (u32)cpu >= nr_cpus) {
 		scx_bpf_error("%s[%d] on CPU %d outside the %u known CPUs",
@@ -458,7 +563,8 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 
 	vtime = vtime_floor(vtime);
 	waiting = scx_bpf_dsq_nr_queued(cpu);
-	scx_bpf_dsq_insert_vtime(p, cpu, hint_is_thief(p) ? min_slice() : task_slice(waiting),
+	state = hint_state(p);
+	scx_bpf_dsq_insert_vtime(p, cpu, state == WS_HINT_THIEF ? min_slice() : task_slice(waiting),
 				 vtime, enq_flags);
 	STAT_INC(nr_enqueued);
 	if (p->nr_cpus_allowed > 1 && unstealable[cpu & CPU_MASK])
@@ -474,7 +580,9 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_kick_cpu(cpu, WS_KICK_IDLE);
 		STAT_INC(nr_kicks);
 	}
-	if (waiting > 0)
+	if (state == WS_HINT_WORKER)
+		prefer_worker(p, cpu);
+	else if (waiting > 0)
 		kick_thief(p, cpu);
 }
 
@@ -482,7 +590,7 @@ void BPF_STRUCT_OPS(wsched_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct task_struct *head;
 
-	if (dispatch_yield_target(cpu))
+	if (dispatch_yield_target(cpu, prev))
 		return;
 
 	if (prev && (prev->scx.flags & WS_TASK_QUEUED)) {
@@ -551,25 +659,6 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
 }
 
 /*
- * May @to be run ahead of the tasks waiting on deque @dsq? Only while its
- * vtime is at most YIELD_LEAD_SLICES base slices ahead of the deque's head,
- * or two threads yielding to each other would keep a CPU between them
- * (each dispatch runs the last call's target) and starve everything else.
- */
-static __always_inline bool yield_fair(struct task_struct *to, u64 dsq)
-{
-	struct task_struct *head;
-
-	if (dsq >= nr_cpus)
-		return true;
-	head = __COMPAT_scx_bpf_dsq_peek(dsq);
-	if (!head)
-		return true;
-	return !time_before(head->scx.dsq_vtime + YIELD_LEAD_SLICES * slice_ns,
-			    to->scx.dsq_vtime);
-}
-
-/*
  * sched_yield() (@to NULL): give the slice up, what the kernel does for a
  * scheduler without ops.yield; dispatch then lets @from compete with the
  * deque's head by vtime as at the end of any slice.
@@ -624,6 +713,7 @@ static __always_inline bool yield_towards(struct task_struct *from, struct task_
 			yt->boost = 1;
 		}
 		yt->dsq = dsq_id;
+		yt->tgid = 0;
 		yt->pid = to->pid;
 		if (yt->boost) {
 			scx_bpf_kick_cpu(tcpu, WS_KICK_PREEMPT);
@@ -733,9 +823,12 @@ void BPF_STRUCT_OPS(wsched_runnable, struct task_struct *p, u64 enq_flags)
 void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
 {
 	struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+	s32 cpu = bpf_get_smp_processor_id();
 
 	if (tctx)
 		tctx->run_start = scx_bpf_now();
+	cur_tgid[cpu & CPU_MASK] = p->tgid;
+	cur_pid[cpu & CPU_MASK] = p->pid;
 	/* Racy max: see "accepted races" at the top. */
 	if (time_before(vtime_now, p->scx.dsq_vtime))
 		vtime_now = p->scx.dsq_vtime;
@@ -745,7 +838,10 @@ void BPF_STRUCT_OPS(wsched_stopping, struct task_struct *p, bool runnable)
 {
 	struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
 	u64 now = scx_bpf_now(), ran;
+	s32 cpu = bpf_get_smp_processor_id();
 
+	cur_pid[cpu & CPU_MASK] = 0;
+	cur_tgid[cpu & CPU_MASK] = 0;
 	if (!tctx || !tctx->run_start || !time_before(tctx->run_start, now))
 		return;
 	ran = now - tctx->run_start;

@@ -54,6 +54,10 @@ struct wsched_stats {
 	__u64 nr_grace_overrun;		/* ... and was still in that section when it ran out */
 	__u64 nr_hint_malformed;	/* a slot of the task with a bad version, depth or state */
 	__u64 nr_cs_preempted;		/* descheduled while runnable inside a marked critical section */
+	/* Worker preference (prefer_worker() in scx_wsched.bpf.c). */
+	__u64 nr_worker_idle_kicks;	/* a WORKER queued behind others: an idle CPU woken to take it */
+	__u64 nr_thief_preempted;	/* ... none idle: a running thief of its process made way for it */
+	__u64 nr_thief_preempt_stale;	/* ... but the thief had stopped before the kick landed */
 };
 
 #define WSCHED_NR_STATS (sizeof(struct wsched_stats) / sizeof(__u64))

@@ -76,19 +76,16 @@ struct {
 } hint_ctxs SEC(".maps");
 
 /*
- * The slot of @p, or NULL. Probes the cached index, then WS_HINT_PROBE
- * slots from pid % WS_HINT_NR_SLOTS; the first slot owned by p->pid wins.
- * A slot owned by p->pid with a wrong ABI version is malformed.
+ * The slot owned by @tid in the slot array @slots, or NULL. Probes the
+ * cached index, then WS_HINT_PROBE slots from tid % WS_HINT_NR_SLOTS; the
+ * first slot owned by @tid wins. A slot owned by @tid with a wrong ABI
+ * version is malformed.
  */
-static __always_inline struct ws_hint_slot *hint_slot(struct task_struct *p, struct hint_ctx *hc)
+static __always_inline struct ws_hint_slot *slot_of_tid(void *slots, u32 tid, struct hint_ctx *hc)
 {
-	u32 tgid = p->tgid, tid = p->pid, i, idx;
 	struct ws_hint_slot *s;
-	void *slots;
+	u32 i, idx;
 
-	slots = bpf_map_lookup_elem(&hint_procs, &tgid);
-	if (!slots)
-		return NULL;
 	if (hc && hc->slot) {
 		idx = (hc->slot - 1) & (WS_HINT_NR_SLOTS - 1);
 		s = bpf_map_lookup_elem(slots, &idx);
@@ -110,6 +107,18 @@ found:
 	if (hc)
 		hc->slot = idx + 1;
 	return s;
+}
+
+/* The slot of @p (found through its kernel tgid), or NULL. */
+static __always_inline struct ws_hint_slot *hint_slot(struct task_struct *p, struct hint_ctx *hc)
+{
+	u32 tgid = p->tgid;
+	void *slots;
+
+	slots = bpf_map_lookup_elem(&hint_procs, &tgid);
+	if (!slots)
+		return NULL;
+	return slot_of_tid(slots, p->pid, hc);
 }
 
 static __always_inline void wsched_hint_tick(struct task_struct *p)
@@ -170,11 +179,27 @@ static __always_inline void wsched_hint_tick(struct task_struct *p)
  */
 #define WS_THIEF_CHARGE	4
 
-static __always_inline bool hint_is_thief(struct task_struct *p)
+/* @p's published state (one read of untrusted memory); WS_HINT_OTHER when
+ * it has no slot. A value out of range is returned as is: callers compare
+ * it with one state, never index with it. */
+static __always_inline u32 hint_state(struct task_struct *p)
 {
 	struct ws_hint_slot *s = hint_slot(p, bpf_task_storage_get(&hint_ctxs, p, 0, 0));
 
-	return s && *(volatile u32 *)&s->state == WS_HINT_THIEF;
+	return s ? *(volatile u32 *)&s->state : WS_HINT_OTHER;
+}
+
+/*
+ * Is thread @tid of the process whose slot array is @slots a thief outside
+ * any critical section right now? (Worker preference: only such a thread
+ * may be preempted for a worker of its own process.)
+ */
+static __always_inline bool tid_is_idle_thief(void *slots, u32 tid)
+{
+	struct ws_hint_slot *s = slot_of_tid(slots, tid, NULL);
+
+	return s && *(volatile u32 *)&s->state == WS_HINT_THIEF &&
+	       *(volatile u32 *)&s->cs_depth == 0;
 }
 
 /*
