@@ -82,13 +82,17 @@ $(SCX_SIMPLE): $(SCX_SIMPLE_SRC)/scx_simple.c $(BUILD)/bench/scx_simple.bpf.skel
 # the top-level Makefile is used with LAB=1 (LAB_CPUS vCPUs, default 4).
 
 # The stall-freedom run again, for 60 s, on every CPU of the machine; the
-# issue asks for 16 vCPUs: `make stress-guest LAB_CPUS=16`.
+# issue asks for 16 vCPUs: `make stress-guest LAB_CPUS=16`. Then the
+# hostile-hints case of scx_wsched_hint for 60 s under the same stress-ng
+# load (10 s in `make check`).
 .PHONY: stress-scx-wsched
 stress-guest: stress-scx-wsched
-stress-scx-wsched: $(BUILD)/tests/guest/scx_wsched_stall $(BPF_LOADERS)
+stress-scx-wsched: $(BUILD)/tests/guest/scx_wsched_stall $(BUILD)/tests/guest/scx_wsched_hint $(BPF_LOADERS)
 	$(Q)if [ "$$(nproc)" -lt 16 ]; then \
 	  echo "stress-scx-wsched: $$(nproc) CPUs here; the 16-vCPU run is: make stress-guest LAB_CPUS=16"; fi
 	$(Q)WSCHED_STALL_SECS=60 $(TOP)/tests/run-tests --suite stress-sched $<
+	$(Q)WSCHED_HOSTILE_SECONDS=60 $(BUILD)/tests/guest/scx_wsched_hint \
+		-t random_bytes_in_every_slot_under_stress_change_nothing_fatal
 
 .PHONY: bench-scx-wsched
 bench-sched: bench-scx-wsched
