@@ -60,7 +60,8 @@
  * --------------------------------
  * No cgroup weights (cgroups work, their cpu.weight is ignored), no
  * preemption of a running task by a waking one (kicks use SCX_KICK_IDLE
- * except a directed yield's boost), no NUMA awareness beyond LLCs, no handling of CPU hotplug inside
+ * except a directed yield's boost and a worker displacing its own
+ * process's thief), no NUMA awareness beyond LLCs, no handling of CPU hotplug inside
  * BPF: without ops.cpu_online/offline the kernel ejects the scheduler with a
  * restart request on hotplug and the loader loads it again.
  *
