@@ -165,6 +165,7 @@ static struct yield_target yield_target[WSCHED_MAX_CPUS];
  */
 static u32 cur_pid[WSCHED_MAX_CPUS];
 static u32 cur_tgid[WSCHED_MAX_CPUS];
+static u64 cur_start[WSCHED_MAX_CPUS];	/* scx_bpf_now() when it started */
 
 UEI_DEFINE(uei);
 
@@ -444,7 +445,12 @@ static __always_inline bool yield_fair(struct task_struct *to, u64 dsq)
  * so a process can trade its own thieves for its own workers but take
  * nothing from anyone else; @p may not jump more than YIELD_LEAD_SLICES of
  * vtime ahead of what waits there (yield_fair()), and the thief keeps its
- * place by vtime on its deque. At most STEAL_SWEEP_MAX CPUs are probed,
+ * place by vtime on its deque. A thief is displaced only after it has run
+ * for the shortest slice, so threads that keep switching between WORKER
+ * and THIEF cannot displace each other back and forth faster than that
+ * (each displacement's dispatch bypasses the deque's head; between two of
+ * them the tick ends the slice and the head gets its turn by vtime).
+ * At most STEAL_SWEEP_MAX CPUs are probed,
  * from a random start, each with two array reads; only a CPU running a
  * thread of @p's process costs a slot lookup.
  */
@@ -452,6 +458,7 @@ static __always_inline void prefer_worker(struct task_struct *p, s32 cpu)
 {
 	struct yield_target *yt;
 	u32 tgid = p->tgid, start, i, c;
+	u64 now;
 	void *slots;
 	s32 idle;
 
@@ -469,11 +476,13 @@ static __always_inline void prefer_worker(struct task_struct *p, s32 cpu)
 	if (!slots || !nr_cpus)
 		return;
 	start = bpf_get_prandom_u32() % nr_cpus;
+	now = scx_bpf_now();
 	bpf_for(i, 0, STEAL_SWEEP_MAX) {
 		if (i >= nr_cpus)
 			break;
 		c = (start + i) % nr_cpus;
-		if ((s32)c == cpu || cur_tgid[c & CPU_MASK] != tgid)
+		if ((s32)c == cpu || cur_tgid[c & CPU_MASK] != tgid ||
+		    time_before(now, cur_start[c & CPU_MASK] + min_slice()))
 			continue;
 		if (!bpf_cpumask_test_cpu(c, p->cpus_ptr) ||
 		    !tid_is_idle_thief(slots, cur_pid[c & CPU_MASK]) || !yield_fair(p, c))
@@ -825,9 +834,11 @@ void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
 {
 	struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
 	s32 cpu = bpf_get_smp_processor_id();
+	u64 now = scx_bpf_now();
 
 	if (tctx)
-		tctx->run_start = scx_bpf_now();
+		tctx->run_start = now;
+	cur_start[cpu & CPU_MASK] = now;
 	cur_tgid[cpu & CPU_MASK] = p->tgid;
 	cur_pid[cpu & CPU_MASK] = p->pid;
 	/* Racy max: see "accepted races" at the top. */
