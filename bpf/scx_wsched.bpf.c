@@ -104,11 +104,15 @@
 #undef SCX_KICK_IDLE
 #undef SCX_TASK_QUEUED
 #undef SCX_KICK_PREEMPT
+#undef SCX_WAKE_SYNC
+#undef SCX_ENQ_WAKEUP
 #define WS_DSQ_LOCAL	bpf_core_enum_value(enum scx_dsq_id_flags, SCX_DSQ_LOCAL)
 #define WS_KICK_IDLE	bpf_core_enum_value(enum scx_kick_flags, SCX_KICK_IDLE)
 #define WS_KICK_PREEMPT	bpf_core_enum_value(enum scx_kick_flags, SCX_KICK_PREEMPT)
 #define WS_TASK_QUEUED	bpf_core_enum_value(enum scx_ent_flags, SCX_TASK_QUEUED)
 #define WS_DSQ_ITER_REV	bpf_core_enum_value(enum scx_dsq_iter_flags, SCX_DSQ_ITER_REV)
+#define WS_WAKE_SYNC	bpf_core_enum_value(enum scx_wake_flags, SCX_WAKE_SYNC)
+#define WS_ENQ_WAKEUP	bpf_core_enum_value(enum scx_enq_flags, SCX_ENQ_WAKEUP)
 
 char _license[] SEC("license") = "GPL";
 
@@ -432,12 +436,34 @@ static __always_inline bool dispatch_yield_target(s32 cpu)
 	return false;
 }
 
+/*
+ * The built-in policy's answer to a sync wakeup (the waker says it is about
+ * to sleep: pipes, sockets, futex handoffs) when @p's previous CPU is busy:
+ * the waker's own CPU, reported "idle" whenever its local DSQ is empty and
+ * some other CPU is idle. It is not idle, the waker still runs there.
+ */
+static __always_inline bool sync_wake_here(s32 cpu, u64 wake_flags)
+{
+	return (wake_flags & WS_WAKE_SYNC) && cpu == bpf_get_smp_processor_id();
+}
+
 s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	bool is_idle = false;
 	s32 cpu;
 
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
+	/*
+	 * A sync wakee goes to the waker's deque, not its local DSQ: if the
+	 * waker sleeps as promised its CPU takes the wakee from there at
+	 * once; if it keeps running (hackbench's senders wake a receiver per
+	 * message) the idle CPU that ops.enqueue kicks steals it, where on
+	 * the local DSQ it would wait for the waker's slice to end.
+	 */
+	if (is_idle && sync_wake_here(cpu, wake_flags)) {
+		STAT_INC(nr_wake_sync_local);
+		return cpu;
+	}
 	if (is_idle) {
 		scx_bpf_dsq_insert(p, WS_DSQ_LOCAL, slice_ns, 0);
 		STAT_INC(nr_direct_dispatch);
@@ -474,7 +500,15 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_kick_cpu(cpu, WS_KICK_IDLE);
 		STAT_INC(nr_kicks);
 	}
-	if (waiting > 0)
+	/*
+	 * A wakeup queued behind the task running here (a sync wakee on its
+	 * waker's CPU) is work an idle CPU could start now, as is anything
+	 * behind waiting tasks. The current task is the waker, never the
+	 * idle task, for a wakeup on this CPU's own deque.
+	 */
+	if (waiting > 0 ||
+	    ((enq_flags & WS_ENQ_WAKEUP) && cpu == bpf_get_smp_processor_id() &&
+	     bpf_get_current_task_btf()->pid))
 		kick_thief(p, cpu);
 }
 

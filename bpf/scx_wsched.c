@@ -52,6 +52,7 @@ static const char *const stat_names[] = {
 	"nr_thief_demotions",
 	"nr_grace_granted", "nr_grace_overrun", "nr_hint_malformed",
 	"nr_cs_preempted",
+	"nr_wake_sync_local",
 };
 _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == WSCHED_NR_STATS,
 	       "stat_names[] out of sync with struct wsched_stats");

@@ -54,6 +54,7 @@ struct wsched_stats {
 	__u64 nr_grace_overrun;		/* ... and was still in that section when it ran out */
 	__u64 nr_hint_malformed;	/* a slot of the task with a bad version, depth or state */
 	__u64 nr_cs_preempted;		/* descheduled while runnable inside a marked critical section */
+	__u64 nr_wake_sync_local;	/* a sync wakee queued on its waker's CPU (its deque, stealable) */
 };
 
 #define WSCHED_NR_STATS (sizeof(struct wsched_stats) / sizeof(__u64))
