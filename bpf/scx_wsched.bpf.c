@@ -12,13 +12,18 @@
  *   previous CPU if it (and, with SMT, its whole core) is idle, else an idle
  *   core or CPU sharing its LLC, else any idle CPU, else the previous CPU.
  *   When the pick is idle the task goes straight to that CPU's local DSQ
- *   (nr_direct_dispatch) and never touches a deque.
+ *   (nr_direct_dispatch) and never touches a deque. The exception is the
+ *   built-in answer to a sync wakeup whose previous CPU is busy: the
+ *   waker's CPU, "idle" to the kernel but running the waker. That wakee
+ *   goes to the waker's deque (nr_wake_sync_local), where the waker's CPU
+ *   takes it if the waker sleeps and a kicked thief steals it if not.
  * - Enqueue: the task joins the deque of the CPU it is assigned to
  *   (scx_bpf_task_cpu(), which is always in its allowed mask, and is the
  *   pinned CPU of a migration-disabled task), and that CPU is kicked out of
  *   idle. If the deque already held waiting work, one idle CPU the task may
  *   run on is claimed and kicked too, with a hint naming the loaded deque, so
- *   an idle CPU never sleeps while a deque it could drain is non-empty.
+ *   an idle CPU never sleeps while a deque it could drain is non-empty; the
+ *   same for a wakeup queued here behind the running task (the sync case).
  * - Dispatch: a CPU serves its own deque first. If the previous task still
  *   wants to run, it competes with the deque's head by vtime and keeps the
  *   CPU with a fresh slice when it is not behind (nr_keep_running); but if
