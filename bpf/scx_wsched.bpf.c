@@ -12,13 +12,18 @@
  *   previous CPU if it (and, with SMT, its whole core) is idle, else an idle
  *   core or CPU sharing its LLC, else any idle CPU, else the previous CPU.
  *   When the pick is idle the task goes straight to that CPU's local DSQ
- *   (nr_direct_dispatch) and never touches a deque.
+ *   (nr_direct_dispatch) and never touches a deque. The exception is the
+ *   built-in answer to a sync wakeup whose previous CPU is busy: the
+ *   waker's CPU, "idle" to the kernel but running the waker. That wakee
+ *   goes to the waker's deque (nr_wake_sync_local), where the waker's CPU
+ *   takes it if the waker sleeps and a kicked thief steals it if not.
  * - Enqueue: the task joins the deque of the CPU it is assigned to
  *   (scx_bpf_task_cpu(), which is always in its allowed mask, and is the
  *   pinned CPU of a migration-disabled task), and that CPU is kicked out of
  *   idle. If the deque already held waiting work, one idle CPU the task may
  *   run on is claimed and kicked too, with a hint naming the loaded deque, so
- *   an idle CPU never sleeps while a deque it could drain is non-empty.
+ *   an idle CPU never sleeps while a deque it could drain is non-empty; the
+ *   same for a wakeup queued here behind the running task (the sync case).
  * - Dispatch: a CPU serves its own deque first. If the previous task still
  *   wants to run, it competes with the deque's head by vtime and keeps the
  *   CPU with a fresh slice when it is not behind (nr_keep_running); but if
@@ -108,11 +113,15 @@
 #undef SCX_KICK_IDLE
 #undef SCX_TASK_QUEUED
 #undef SCX_KICK_PREEMPT
+#undef SCX_WAKE_SYNC
+#undef SCX_ENQ_WAKEUP
 #define WS_DSQ_LOCAL	bpf_core_enum_value(enum scx_dsq_id_flags, SCX_DSQ_LOCAL)
 #define WS_KICK_IDLE	bpf_core_enum_value(enum scx_kick_flags, SCX_KICK_IDLE)
 #define WS_KICK_PREEMPT	bpf_core_enum_value(enum scx_kick_flags, SCX_KICK_PREEMPT)
 #define WS_TASK_QUEUED	bpf_core_enum_value(enum scx_ent_flags, SCX_TASK_QUEUED)
 #define WS_DSQ_ITER_REV	bpf_core_enum_value(enum scx_dsq_iter_flags, SCX_DSQ_ITER_REV)
+#define WS_WAKE_SYNC	bpf_core_enum_value(enum scx_wake_flags, SCX_WAKE_SYNC)
+#define WS_ENQ_WAKEUP	bpf_core_enum_value(enum scx_enq_flags, SCX_ENQ_WAKEUP)
 
 char _license[] SEC("license") = "GPL";
 
@@ -546,12 +555,34 @@ static __always_inline bool dispatch_yield_target(s32 cpu, struct task_struct *p
 	return false;
 }
 
+/*
+ * The built-in policy's answer to a sync wakeup (the waker says it is about
+ * to sleep: pipes, sockets, futex handoffs) when @p's previous CPU is busy:
+ * the waker's own CPU, reported "idle" whenever its local DSQ is empty and
+ * some other CPU is idle. It is not idle, the waker still runs there.
+ */
+static __always_inline bool sync_wake_here(s32 cpu, u64 wake_flags)
+{
+	return (wake_flags & WS_WAKE_SYNC) && cpu == bpf_get_smp_processor_id();
+}
+
 s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	bool is_idle = false;
 	s32 cpu;
 
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
+	/*
+	 * A sync wakee goes to the waker's deque, not its local DSQ: if the
+	 * waker sleeps as promised its CPU takes the wakee from there at
+	 * once; if it keeps running (hackbench's senders wake a receiver per
+	 * message) the idle CPU that ops.enqueue kicks steals it, where on
+	 * the local DSQ it would wait for the waker's slice to end.
+	 */
+	if (is_idle && sync_wake_here(cpu, wake_flags)) {
+		STAT_INC(nr_wake_sync_local);
+		return cpu;
+	}
 	if (is_idle) {
 		scx_bpf_dsq_insert(p, WS_DSQ_LOCAL, slice_ns, 0);
 		STAT_INC(nr_direct_dispatch);
@@ -590,9 +621,19 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_kick_cpu(cpu, WS_KICK_IDLE);
 		STAT_INC(nr_kicks);
 	}
+	/*
+	 * A WORKER gets the next free CPU (prefer_worker(), which wakes an
+	 * idle one first). Otherwise: a wakeup queued behind the task
+	 * running here (a sync wakee on its waker's CPU) is work an idle CPU
+	 * could start now, as is anything behind waiting tasks. The current
+	 * task is the waker, never the idle task, for a wakeup on this CPU's
+	 * own deque.
+	 */
 	if (state == WS_HINT_WORKER)
 		prefer_worker(p, cpu);
-	else if (waiting > 0)
+	else if (waiting > 0 ||
+		 ((enq_flags & WS_ENQ_WAKEUP) && cpu == bpf_get_smp_processor_id() &&
+		  bpf_get_current_task_btf()->pid))
 		kick_thief(p, cpu);
 }
 

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * scx_wsched policy: stealing keeps every CPU busy, CPU shares follow
- * weights, affinity is never broken by a steal, and CPU hotplug under load
+ * weights, affinity is never broken by a steal, a sync wakee whose waker
+ * keeps running is stolen by an idle CPU, and CPU hotplug under load
  * leaves a working scheduler (the loader reloads on the kernel's restart
  * request). Needs at least 4 CPUs (the lab guest of `make test-guest`).
  */
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "scx_wsched_util.h"
@@ -253,6 +255,86 @@ TEST_F_TIMEOUT(sched, affinity_respected, 60)
 	ws_hogs_stop(&self->hogs);
 	ASSERT_EQ(0, stop_sched(&self->pid));
 	EXPECT_LT(0, ws_json_last(OUT_FILE, "nr_steals"));
+}
+
+static void spin_for(double s)
+{
+	double end = ws_now() + s;
+
+	while (ws_now() < end)
+		;
+}
+
+#define SYNC_TRIALS	40
+
+/*
+ * A sync wakeup whose waker keeps running must not wait for it: the waker W
+ * is pinned to CPU 1 and spins; the wakee T last ran on CPU 1 (busy), so
+ * the built-in policy picks W's CPU for it (SCX_WAKE_SYNC, idle CPUs
+ * elsewhere). T must be queued where an idle CPU can steal it: it must run
+ * off CPU 1 in a quarter of the trials at least (on CPU 1's local DSQ it
+ * waits for W's slice every time: 0 of 40), and nr_wake_sync_local must
+ * count the wakeups. A race, not a guarantee: CPU 1 may take T back from
+ * its own deque when W's slice ends before the kicked thief runs.
+ */
+TEST_F_TIMEOUT(sched, sync_wakee_stolen, 60)
+{
+	int wake[2], ready[2], i, off = 0, st;
+	cpu_set_t cpu1, all;
+	pid_t w, t;
+	int *where;
+	char c = 0;
+
+	CPU_ZERO(&cpu1);
+	CPU_SET(1, &cpu1);
+	all_cpus(&all, self->nr_cpus);
+	where = mmap(NULL, SYNC_TRIALS * sizeof(*where), PROT_READ | PROT_WRITE,
+		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, where);
+	ASSERT_EQ(0, pipe(wake));
+	ASSERT_EQ(0, pipe(ready));
+
+	w = fork();
+	ASSERT_LE(0, w);
+	if (!w) {
+		if (sched_setaffinity(0, sizeof(cpu1), &cpu1))
+			_exit(1);
+		for (i = 0; i < SYNC_TRIALS; i++) {
+			if (read(ready[0], &c, 1) != 1)
+				_exit(1);
+			spin_for(0.002);	/* T is asleep on its read by now */
+			if (write(wake[1], &c, 1) != 1)
+				_exit(1);
+			spin_for(0.02);		/* busy: T must not wait for this */
+		}
+		_exit(0);
+	}
+	t = fork();
+	ASSERT_LE(0, t);
+	if (!t) {
+		for (i = 0; i < SYNC_TRIALS; i++) {
+			/* Run on CPU 1, then block there free to run anywhere. */
+			if (sched_setaffinity(0, sizeof(cpu1), &cpu1) ||
+			    sched_setaffinity(0, sizeof(all), &all))
+				_exit(1);
+			if (write(ready[1], &c, 1) != 1 || read(wake[0], &c, 1) != 1)
+				_exit(1);
+			where[i] = sched_getcpu();
+		}
+		_exit(0);
+	}
+	ASSERT_EQ(t, waitpid(t, &st, 0));
+	EXPECT_EQ(0, st);
+	ASSERT_EQ(w, waitpid(w, &st, 0));
+	EXPECT_EQ(0, st);
+	for (i = 0; i < SYNC_TRIALS; i++)
+		off += where[i] != 1;
+	ASSERT_EQ(0, stop_sched(&self->pid));
+	TH_LOG("wakee ran off the waker's CPU in %d of %d trials, nr_wake_sync_local %lld",
+	       off, SYNC_TRIALS, ws_json_last(OUT_FILE, "nr_wake_sync_local"));
+	EXPECT_LE(SYNC_TRIALS / 4, off);	/* 21-39 of 40 measured, 0 on the local DSQ */
+	EXPECT_LE(SYNC_TRIALS / 2, ws_json_last(OUT_FILE, "nr_wake_sync_local"));
+	munmap(where, SYNC_TRIALS * sizeof(*where));
 }
 
 /*
