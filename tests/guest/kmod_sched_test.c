@@ -468,9 +468,10 @@ TEST_F_TIMEOUT(sched, scx_wsched_directed_yield, 120)
 	 */
 	yt = ws_json_last(self->log, "nr_yield_to");
 	handoff = ws_json_last(self->log, "nr_yield_to_handoff");
-	TH_LOG("scx_wsched: nr_yield_to %lld, nr_yield_to_handoff %lld, nr_yield_to_boost %lld; "
-	       "module: %lld yield_to calls, %ld + %d handed over",
+	TH_LOG("scx_wsched: nr_yield_to %lld, nr_yield_to_handoff %lld, nr_yield_to_boost %lld, "
+	       "nr_yield_to_unfair %lld; module: %lld yield_to calls, %ld + %d handed over",
 	       yt, handoff, ws_json_last(self->log, "nr_yield_to_boost"),
+	       ws_json_last(self->log, "nr_yield_to_unfair"),
 	       kmod_stat("nr_yield_to") - k0, atomic_load(&pp.handed_over_all), y.handed_over);
 	ASSERT_LE(0, handoff) TH_LOG("no final JSON counters in %s", self->log);
 	EXPECT_LE(yt, kmod_stat("nr_yield_to") - k0);
