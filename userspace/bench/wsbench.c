@@ -30,7 +30,9 @@
  * times): the average number of processors the scheduler gave the program
  * while it computed (Arora, Blumofe & Plaxton's P_A). A work stealer that
  * burns CPU searching raises p_a without lowering the time; T1 / (p_a x T)
- * is its efficiency (bench-coop's bench=multiprog).
+ * is its efficiency (bench-coop's bench=multiprog). sys_busy_cpus is the
+ * average number of CPUs the whole system kept busy meanwhile (/proc/stat,
+ * in clock ticks: coarse for runs shorter than a second; -1 if unreadable).
  *
  * --ready-file PATH starts several programs together: after its setup
  * (runtime started, inputs and references computed) the program creates
@@ -84,7 +86,8 @@ static const char usage_text[] =
 	"--ready-file PATH: after setup, create PATH and wait for SIGUSR1 before\n"
 	"timing (to start several programs together).\n"
 	"JSON: seconds_median/_min of the R runs; cpu_seconds, the CPU time of all\n"
-	"threads during the R timed runs; p_a = cpu_seconds / their wall time.\n"
+	"threads during the R timed runs; p_a = cpu_seconds / their wall time;\n"
+	"sys_busy_cpus, the CPUs busy in the whole system meanwhile (/proc/stat).\n"
 	"See the comment at the top of userspace/bench/wsbench.c.\n";
 
 static void die_usage(const char *fmt, const char *arg)
@@ -141,12 +144,35 @@ static double cpu_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* The timed runs: wall and process CPU time, summed over the runs for
- * cpu_seconds and p_a. */
-static double run_t0, run_c0, wall_total, cpu_total;
+/* CPU time every CPU of the system spent busy (not idle or iowait), in
+ * seconds, from /proc/stat's first line; NAN if unreadable. */
+static double sys_busy_now(void)
+{
+	unsigned long long v[8] = { 0 };
+	static long hz;
+	FILE *f = fopen("/proc/stat", "r");
+	int n;
+
+	if (!f)
+		return NAN;
+	n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+		   &v[4], &v[5], &v[6], &v[7]);
+	fclose(f);
+	if (n < 7)
+		return NAN;
+	if (!hz)
+		hz = sysconf(_SC_CLK_TCK);
+	/* user nice system [idle iowait] irq softirq steal */
+	return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)hz;
+}
+
+/* The timed runs: wall, process CPU time and system busy time, summed over
+ * the runs for cpu_seconds, p_a and sys_busy_cpus. */
+static double run_t0, run_c0, run_b0, wall_total, cpu_total, busy_total;
 
 static void run_begin(void)
 {
+	run_b0 = sys_busy_now();
 	run_t0 = now();
 	run_c0 = cpu_now();
 }
@@ -157,6 +183,7 @@ static double run_end(void)
 
 	cpu_total += c - run_c0;
 	wall_total += w;
+	busy_total += sys_busy_now() - run_b0;
 	return w;
 }
 
@@ -206,7 +233,7 @@ struct result {
 	int workers, repeat;
 	char args[96];
 	double median, min;
-	double cpu_seconds, p_a;
+	double cpu_seconds, p_a, sys_busy_cpus;
 	bool ok;
 	char extra[512];	/* JSON fragment: ", \"k\": v, ..." */
 };
@@ -216,9 +243,11 @@ static void emit(const struct result *r, bool json)
 	if (json) {
 		printf("{\"bench\": \"%s\", \"runtime\": \"%s\", \"workers\": %d, \"args\": \"%s\", "
 		       "\"seconds_median\": %.6f, \"seconds_min\": %.6f, \"repeat\": %d, "
-		       "\"cpu_seconds\": %.6f, \"p_a\": %.3f, \"result_ok\": %s%s}\n",
+		       "\"cpu_seconds\": %.6f, \"p_a\": %.3f, \"sys_busy_cpus\": %.2f, "
+		       "\"result_ok\": %s%s}\n",
 		       r->bench, r->runtime, r->workers, r->args, r->median, r->min, r->repeat,
-		       r->cpu_seconds, r->p_a, r->ok ? "true" : "false", r->extra);
+		       r->cpu_seconds, r->p_a, isnan(r->sys_busy_cpus) ? -1.0 : r->sys_busy_cpus,
+		       r->ok ? "true" : "false", r->extra);
 	} else {
 		printf("%-8s %-22s %-7s workers=%-3d median %10.6f s  min %10.6f s  (%d runs)  "
 		       "P_A %.2f  %s\n",
@@ -711,6 +740,7 @@ out:
 	res.median = repeat % 2 ? secs[repeat / 2] : (secs[repeat / 2 - 1] + secs[repeat / 2]) / 2;
 	res.cpu_seconds = cpu_total;
 	res.p_a = wall_total > 0 ? cpu_total / wall_total : 0;
+	res.sys_busy_cpus = wall_total > 0 ? busy_total / wall_total : 0;
 	emit(&res, json);
 	all_ok &= res.ok;
 	free(secs);
