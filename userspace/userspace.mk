@@ -167,8 +167,10 @@ endif
 # the machine's CPU count if larger), JSON lines into build/bench/, then a
 # table. WSBENCH_REPEAT and WSBENCH_WORKERS override the defaults.
 .PHONY: wsbench-all ws-bench-coop
-# `make bench-coop` (in the lab guest): wsbench lock under EEVDF and
-# scx_wsched with hints off and on (userspace/bench/bench-coop).
+# `make bench-coop` (in the lab guest): wsbench lock, and pairs of
+# work-stealing programs (multiprog), under EEVDF and scx_wsched with hints
+# off and on (userspace/bench/bench-coop; BENCH_COOP_PARTS=lock or
+# multiprog runs one part).
 bench-coop: ws-bench-coop
 ws-bench-coop: $(WSBENCH) $(BUILD)/bin/scx_wsched
 	$(Q)$(WS_BENCH_DIR)/bench-coop

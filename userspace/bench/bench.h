@@ -29,7 +29,7 @@ struct bench_rt {
 	const char *name;
 	int (*init)(int workers);	/* 0 or -errno */
 	void (*fini)(void);
-	long (*fib)(int n);
+	long (*fib)(int n, int cutoff);	/* fib(n <= cutoff): fib_serial() */
 	long (*nqueens)(int n, int cutoff);
 	long (*uts)(const struct uts_params *u);
 	void (*sort)(int *a, int *tmp, long n, long cutoff);
@@ -69,6 +69,7 @@ unsigned bench_nr_cpus(void);
 void bench_sched_name(char *buf, size_t len);
 
 uint64_t uts_hash(uint64_t x);
+long fib_serial(int n);
 long nq_serial_bits(uint32_t mask, uint32_t cols, uint32_t d1, uint32_t d2);
 void sort_leaf(int *a, int *tmp, long n);
 void merge_serial(const int *a, long na, const int *b, long nb, int *out);

@@ -57,6 +57,13 @@ uint64_t uts_hash(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+/* The leaves under a fib cutoff: the same recursion, without spawns (a
+ * cutoff of 1 makes this return n at once: no coarsening). */
+long fib_serial(int n)
+{
+	return n < 2 ? n : fib_serial(n - 1) + fib_serial(n - 2);
+}
+
 long nq_serial_bits(uint32_t mask, uint32_t cols, uint32_t d1, uint32_t d2)
 {
 	uint32_t avail;
@@ -151,9 +158,9 @@ static void wsched_fini(void)
 	pool = NULL;
 }
 
-static long wsched_fib(int n)
+static long wsched_fib(int n, int cutoff)
 {
-	struct ws_fibarg f = { n, 0 };
+	struct ws_fibarg f = { n, cutoff, 0 };
 
 	ws_pool_run(pool, ws_fib_task, &f);
 	return f.r;
@@ -232,9 +239,9 @@ static void serial_fini(void)
 {
 }
 
-static long serial_fib(int n)
+static long serial_fib(int n, int cutoff)
 {
-	struct ser_fibarg f = { n, 0 };
+	struct ser_fibarg f = { n, cutoff, 0 };
 
 	ser_fib_task(NULL, &f);
 	return f.r;

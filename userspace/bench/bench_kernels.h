@@ -12,7 +12,7 @@
 
 /* ---------------------------------------------------------------- fib */
 struct K(fibarg) {
-	int n;
+	int n, cutoff;
 	long r;
 };
 
@@ -21,12 +21,13 @@ static int K(fib_task)(BK_W w, void *arg)
 	struct K(fibarg) *f = arg, a, b;
 	BK_TASK t;
 
-	if (f->n < 2) {
-		f->r = f->n;
+	if (f->n <= f->cutoff) {
+		f->r = fib_serial(f->n);
 		return 0;
 	}
 	a.n = f->n - 1;
 	b.n = f->n - 2;
+	a.cutoff = b.cutoff = f->cutoff;
 	BK_SPAWN(w, &t, K(fib_task), &a);
 	K(fib_task)(w, &b);
 	BK_SYNC(w, &t);

@@ -27,26 +27,26 @@ static void omp_fini(void)
 {
 }
 
-static long fib(int n)
+static long fib(int n, int cutoff)
 {
 	long x, y;
 
-	if (n < 2)
-		return n;
+	if (n <= cutoff)
+		return fib_serial(n);
 #pragma omp task shared(x)
-	x = fib(n - 1);
-	y = fib(n - 2);
+	x = fib(n - 1, cutoff);
+	y = fib(n - 2, cutoff);
 #pragma omp taskwait
 	return x + y;
 }
 
-static long omp_fib(int n)
+static long omp_fib(int n, int cutoff)
 {
 	long r = 0;
 
 #pragma omp parallel num_threads(nr_threads)
 #pragma omp single
-	r = fib(n);
+	r = fib(n, cutoff);
 	return r;
 }
 

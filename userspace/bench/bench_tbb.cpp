@@ -32,24 +32,24 @@ static void tbb_fini(void)
 	gc = nullptr;
 }
 
-static long fib(int n)
+static long fib(int n, int cutoff)
 {
-	if (n < 2)
-		return n;
+	if (n <= cutoff)
+		return fib_serial(n);
 	long x, y;
 	tbb::task_group g;
 
-	g.run([&] { x = fib(n - 1); });
-	y = fib(n - 2);
+	g.run([&] { x = fib(n - 1, cutoff); });
+	y = fib(n - 2, cutoff);
 	g.wait();
 	return x + y;
 }
 
-static long tbb_fib(int n)
+static long tbb_fib(int n, int cutoff)
 {
 	long r = 0;
 
-	arena->execute([&] { r = fib(n); });
+	arena->execute([&] { r = fib(n, cutoff); });
 	return r;
 }
 

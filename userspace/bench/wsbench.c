@@ -4,9 +4,11 @@
  * code, each written idiomatically for its runtime.
  *
  *   wsbench [--json] [--runtime wsched|tbb|omp|serial] [--workers N]
- *           [--repeat R] BENCH [ARGS]
+ *           [--repeat R] [--ready-file PATH] BENCH [ARGS]
  *
- *   fib [N=35]                        fib(N), spawning at every level
+ *   fib [N=35 [CUTOFF=1]]             fib(N), spawning at every level above
+ *                                     CUTOFF (fib(n <= CUTOFF) is a serial
+ *                                     recursion: a coarser grain)
  *   nqueens [N=14 [CUTOFF=4]]         N-queens; tasks for the first CUTOFF rows
  *   uts [B0=20000 [Q=0.198 [M=5 [G=40]]]]
  *                                     unbalanced tree: root has B0 children,
@@ -21,7 +23,21 @@
  *
  * Each run is timed around the parallel part only (inputs are prepared and
  * results checked outside the timing); the median and minimum of R runs are
- * reported, as one human line or one JSON object per benchmark. The exit
+ * reported, as one human line or one JSON object per benchmark. Next to
+ * them, cpu_seconds is the CPU time the whole process (every thread, as the
+ * kernel's runtime accounting counts it: CLOCK_PROCESS_CPUTIME_ID) consumed
+ * during the R timed runs, and p_a = cpu_seconds / (sum of the R wall
+ * times): the average number of processors the scheduler gave the program
+ * while it computed (Arora, Blumofe & Plaxton's P_A). A work stealer that
+ * burns CPU searching raises p_a without lowering the time; T1 / (p_a x T)
+ * is its efficiency (bench-coop's bench=multiprog). sys_busy_cpus is the
+ * average number of CPUs the whole system kept busy meanwhile (/proc/stat's
+ * idle time, in clock ticks: coarse for runs shorter than a second; -1 if
+ * unreadable).
+ *
+ * --ready-file PATH starts several programs together: after its setup
+ * (runtime started, inputs and references computed) the program creates
+ * PATH and waits for SIGUSR1 before its first timed run. The exit
  * status is 0 when every result was correct, 1 when one was not, 2 on bad
  * arguments or when a runtime could not start.
  *
@@ -33,11 +49,13 @@
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,9 +67,9 @@
 
 static const char usage_text[] =
 	"usage: wsbench [--json] [--runtime wsched|tbb|omp|serial] [--workers N]\n"
-	"               [--repeat R] BENCH [ARGS]\n"
+	"               [--repeat R] [--ready-file PATH] BENCH [ARGS]\n"
 	"benchmarks:\n"
-	"  fib [N=35]                          spawn at every level\n"
+	"  fib [N=35 [CUTOFF=1]]               spawn at every level above CUTOFF\n"
 	"  nqueens [N=14 [CUTOFF=4]]           tasks for the first CUTOFF rows\n"
 	"  uts [B0=20000 [Q=0.198 [M=5 [G=40]]]] unbalanced tree search\n"
 	"  sort [N=4000000 [CUTOFF=8192]]     mergesort with parallel merge\n"
@@ -66,6 +84,11 @@ static const char usage_text[] =
 	"                                      preemptions (wsbench lock --help)\n"
 	"wsched tuning: --spin-ns N, --yield-ns N (idle policy), --pin (pin workers).\n"
 	"defaults: --runtime wsched, --workers = CPUs available, --repeat 5.\n"
+	"--ready-file PATH: after setup, create PATH and wait for SIGUSR1 before\n"
+	"timing (to start several programs together).\n"
+	"JSON: seconds_median/_min of the R runs; cpu_seconds, the CPU time of all\n"
+	"threads during the R timed runs; p_a = cpu_seconds / their wall time;\n"
+	"sys_busy_cpus, the CPUs busy in the whole system meanwhile (/proc/stat).\n"
 	"See the comment at the top of userspace/bench/wsbench.c.\n";
 
 static void die_usage(const char *fmt, const char *arg)
@@ -114,6 +137,99 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static double cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* CPU time every CPU of the system spent busy so far, in seconds: online
+ * CPUs x uptime minus idle and iowait. Idle, not the user/system columns:
+ * those are sampled by the tick, which undercounts badly when ticks are
+ * late (under TCG a busy vCPU showed 0.6-0.7), while with NO_HZ the kernel
+ * timestamps idle entry and exit. The first line's columns count every CPU
+ * that was ever online; a CPU going offline mid-run skews the result. NAN
+ * if /proc/stat is unreadable. */
+static double sys_busy_now(void)
+{
+	unsigned long long v[5] = { 0 };
+	static long hz;
+	char line[512];
+	double n = 0, t;
+	FILE *f = fopen("/proc/stat", "r");
+
+	if (!f)
+		return NAN;
+	t = now();
+	if (!fgets(line, sizeof(line), f) ||
+	    sscanf(line, "cpu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4]) != 5) {
+		fclose(f);
+		return NAN;
+	}
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "cpu", 3))
+			n++;
+	fclose(f);
+	if (!hz)
+		hz = sysconf(_SC_CLK_TCK);
+	return n * t - (double)(v[3] + v[4]) / (double)hz;
+}
+
+/* The timed runs: wall, process CPU time and system busy time, summed over
+ * the runs for cpu_seconds, p_a and sys_busy_cpus. */
+static double run_t0, run_c0, run_b0, wall_total, cpu_total, busy_total;
+
+static void run_begin(void)
+{
+	run_b0 = sys_busy_now();
+	run_t0 = now();
+	run_c0 = cpu_now();
+}
+
+static double run_end(void)
+{
+	double c = cpu_now(), w = now() - run_t0;
+
+	cpu_total += c - run_c0;
+	wall_total += w;
+	busy_total += sys_busy_now() - run_b0;
+	return w;
+}
+
+/* --ready-file: SIGUSR1 is blocked in every thread (main blocks it before
+ * any runtime starts a thread, threads inherit the mask), so sigwait() here
+ * takes it whenever it was sent, before or after PATH appeared. */
+static const char *ready_file;
+static sigset_t gate_set;
+
+static void gate_prepare(void)
+{
+	sigemptyset(&gate_set);
+	sigaddset(&gate_set, SIGUSR1);
+	if (ready_file)
+		pthread_sigmask(SIG_BLOCK, &gate_set, NULL);
+}
+
+static void gate_wait(void)
+{
+	int fd, sig;
+
+	if (!ready_file)
+		return;
+	fd = open(ready_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "wsbench: cannot create --ready-file %s: %s\n", ready_file,
+			strerror(errno));
+		exit(2);
+	}
+	close(fd);
+	while (sigwait(&gate_set, &sig))
+		;
+	ready_file = NULL;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -128,6 +244,7 @@ struct result {
 	int workers, repeat;
 	char args[96];
 	double median, min;
+	double cpu_seconds, p_a, sys_busy_cpus;
 	bool ok;
 	char extra[512];	/* JSON fragment: ", \"k\": v, ..." */
 };
@@ -137,13 +254,16 @@ static void emit(const struct result *r, bool json)
 	if (json) {
 		printf("{\"bench\": \"%s\", \"runtime\": \"%s\", \"workers\": %d, \"args\": \"%s\", "
 		       "\"seconds_median\": %.6f, \"seconds_min\": %.6f, \"repeat\": %d, "
+		       "\"cpu_seconds\": %.6f, \"p_a\": %.3f, \"sys_busy_cpus\": %.2f, "
 		       "\"result_ok\": %s%s}\n",
 		       r->bench, r->runtime, r->workers, r->args, r->median, r->min, r->repeat,
+		       r->cpu_seconds, r->p_a, isnan(r->sys_busy_cpus) ? -1.0 : r->sys_busy_cpus,
 		       r->ok ? "true" : "false", r->extra);
 	} else {
-		printf("%-8s %-22s %-7s workers=%-3d median %10.6f s  min %10.6f s  (%d runs)  %s\n",
+		printf("%-8s %-22s %-7s workers=%-3d median %10.6f s  min %10.6f s  (%d runs)  "
+		       "P_A %.2f  %s\n",
 		       r->bench, r->args, r->runtime, r->workers, r->median, r->min, r->repeat,
-		       r->ok ? "ok" : "WRONG RESULT");
+		       r->p_a, r->ok ? "ok" : "WRONG RESULT");
 		if (r->extra[0])
 			printf("         %s\n", r->extra + 2);
 	}
@@ -308,6 +428,12 @@ int main(int argc, char **argv)
 					bench_wsched_attr.spin_ns = (uint64_t)parse_long(a, argv[++i], 1, 1000000000);
 				else
 					bench_wsched_attr.yield_ns = (uint64_t)parse_long(a, argv[++i], 1, 1000000000);
+			} else if (!strcmp(a, "--ready-file")) {
+				if (i + 1 >= argc)
+					die_usage("option %s needs a value", a);
+				ready_file = argv[++i];
+				if (!ready_file[0])
+					die_usage("%s--ready-file needs a path", "");
 			} else if (!strcmp(a, "--runtime") || !strcmp(a, "--workers") ||
 				   !strcmp(a, "--repeat")) {
 				if (i + 1 >= argc)
@@ -323,6 +449,8 @@ int main(int argc, char **argv)
 			}
 		} else if (!bench) {
 			bench = a;
+			if (ready_file && (!strcmp(bench, "handoff") || !strcmp(bench, "lock")))
+				die_usage("--ready-file does not apply to '%s'", bench);
 			if (!strcmp(bench, "handoff"))
 				return subcommand(bench_handoff_main, argc - i, argv + i, json);
 			if (!strcmp(bench, "lock"))
@@ -357,6 +485,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	gate_prepare();
 	memset(&res, 0, sizeof(res));
 	res.bench = bench;
 	res.runtime = rt->name;
@@ -378,7 +507,10 @@ int main(int argc, char **argv)
 
 		NEED_ARGS(0);
 		snprintf(res.args, sizeof(res.args), "%d", workers);
+		gate_wait();
+		run_begin();
 		cap = calib(workers, &t1, &tn);
+		run_end();
 		secs[0] = tn;
 		res.repeat = repeat = 1;
 		res.ok = !isnan(cap);
@@ -398,11 +530,11 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		snprintf(res.args, sizeof(res.args), "%ld", ops);
+		gate_wait();
 		for (r = 0; r < repeat; r++) {
-			double t0 = now();
-
+			run_begin();
 			pp[r % 3] = deque_ns(ops, 0);
-			secs[r] = now() - t0;
+			secs[r] = run_end();
 			st[r % 3] = deque_ns(ops, 1);
 			single[r % 3] = deque_single_ns(ops / 4);
 		}
@@ -432,10 +564,10 @@ int main(int argc, char **argv)
 			for (k = 0; k < 3; k++) {
 				double t0 = now();
 
-				res.ok = bench_serial.fib(fn) == fib_ref(fn);
+				res.ok = bench_serial.fib(fn, 1) == fib_ref(fn);
 				fibser = fmin(fibser, now() - t0);
 				t0 = now();
-				res.ok &= bench_wsched.fib(fn) == fib_ref(fn);
+				res.ok &= bench_wsched.fib(fn, 1) == fib_ref(fn);
 				fibws = fmin(fibws, now() - t0);
 			}
 			bench_wsched.fini();
@@ -457,16 +589,23 @@ int main(int argc, char **argv)
 	}
 	res.ok = true;
 	if (!strcmp(bench, "fib")) {
-		int n;
+		int n, cut;
 
-		NEED_ARGS(1);
+		NEED_ARGS(2);
 		n = nargs > 0 ? (int)parse_long("N", bargs[0], 0, 60) : 35;
-		snprintf(res.args, sizeof(res.args), "%d", n);
+		cut = nargs > 1 ? (int)parse_long("CUTOFF", bargs[1], 1, 60) : 1;
+		/* "N" alone when CUTOFF is the default, as before CUTOFF existed */
+		if (nargs > 1)
+			snprintf(res.args, sizeof(res.args), "%d %d", n, cut);
+		else
+			snprintf(res.args, sizeof(res.args), "%d", n);
+		gate_wait();
 		for (r = 0; r < repeat; r++) {
-			double t0 = now();
-			long v = rt->fib(n);
+			long v;
 
-			secs[r] = now() - t0;
+			run_begin();
+			v = rt->fib(n, cut);
+			secs[r] = run_end();
 			res.ok &= v == fib_ref(n);
 		}
 	} else if (!strcmp(bench, "nqueens")) {
@@ -476,11 +615,13 @@ int main(int argc, char **argv)
 		n = nargs > 0 ? (int)parse_long("N", bargs[0], 1, 16) : 14;
 		cut = nargs > 1 ? (int)parse_long("CUTOFF", bargs[1], 0, 16) : 4;
 		snprintf(res.args, sizeof(res.args), "%d %d", n, cut);
+		gate_wait();
 		for (r = 0; r < repeat; r++) {
-			double t0 = now();
-			long v = rt->nqueens(n, cut);
+			long v;
 
-			secs[r] = now() - t0;
+			run_begin();
+			v = rt->nqueens(n, cut);
+			secs[r] = run_end();
 			res.ok &= v == nq_table[n];
 		}
 	} else if (!strcmp(bench, "uts")) {
@@ -505,11 +646,13 @@ int main(int argc, char **argv)
 		u.q_threshold = (uint64_t)(q * 18446744073709551615.0);
 		snprintf(res.args, sizeof(res.args), "%d %g %d %d", u.b0, q, u.m, u.g);
 		want = bench_serial.uts(&u);	/* reference, untimed */
+		gate_wait();
 		for (r = 0; r < repeat; r++) {
-			double t0 = now();
-			long v = rt->uts(&u);
+			long v;
 
-			secs[r] = now() - t0;
+			run_begin();
+			v = rt->uts(&u);
+			secs[r] = run_end();
 			res.ok &= v == want;
 		}
 		snprintf(res.extra, sizeof(res.extra), ", \"nodes\": %ld", want);
@@ -534,14 +677,14 @@ int main(int argc, char **argv)
 			in[k] = (int)(s >> 33);
 			sum_in += (uint64_t)in[k];
 		}
+		gate_wait();
 		for (r = 0; r < repeat; r++) {
-			double t0;
 			uint64_t sum = 0;
 
 			memcpy(a, in, sizeof(int) * (size_t)n);
-			t0 = now();
+			run_begin();
 			rt->sort(a, tmp, n, cut);
-			secs[r] = now() - t0;
+			secs[r] = run_end();
 			for (k = 0; k < n; k++) {
 				sum += (uint64_t)a[k];
 				if (k && a[k - 1] > a[k])
@@ -572,13 +715,12 @@ int main(int argc, char **argv)
 			A[k] = (double)((s = uts_hash(s)) >> 40) / (1 << 24) - 0.5;
 			B[k] = (double)((s = uts_hash(s)) >> 40) / (1 << 24) - 0.5;
 		}
+		gate_wait();
 		for (r = 0; r < repeat; r++) {
-			double t0;
-
 			memset(C, 0xff, sizeof(double) * (size_t)n * n);	/* NaNs */
-			t0 = now();
+			run_begin();
 			rt->matmul(A, B, C, n, grain);
-			secs[r] = now() - t0;
+			secs[r] = run_end();
 			for (k = 0; k < 32; k++) {
 				int y = (int)(uts_hash((uint64_t)k * 7 + 1) % (uint64_t)n);
 				int x = (int)(uts_hash((uint64_t)k * 13 + 5) % (uint64_t)n), l;
@@ -607,6 +749,9 @@ out:
 	qsort(secs, (size_t)repeat, sizeof(*secs), cmp_double);
 	res.min = secs[0];
 	res.median = repeat % 2 ? secs[repeat / 2] : (secs[repeat / 2 - 1] + secs[repeat / 2]) / 2;
+	res.cpu_seconds = cpu_total;
+	res.p_a = wall_total > 0 ? cpu_total / wall_total : 0;
+	res.sys_busy_cpus = wall_total > 0 ? busy_total / wall_total : 0;
 	emit(&res, json);
 	all_ok &= res.ok;
 	free(secs);

@@ -3,8 +3,10 @@
 #
 # wsbench's command line: every bad input is one clear line on stderr and
 # exit status 2; a small run of every benchmark prints the JSON fields the
-# issue asks for with result_ok true; `wsbench handoff` reaches the handoff
-# benchmark (sched_yield only: /dev/wsched exists only in the lab guest).
+# issue asks for with result_ok true; cpu_seconds and p_a are sane; fib's
+# CUTOFF keeps the result; --ready-file holds the timed part until SIGUSR1;
+# `wsbench handoff` reaches the handoff benchmark (sched_yield only:
+# /dev/wsched exists only in the lab guest).
 # Usage: wsbench_cli.sh [path/to/wsbench] (default build/bin/wsbench).
 set -u
 TOP=$(dirname "$(dirname "$(dirname "$(readlink -f "$0")")")")
@@ -13,7 +15,7 @@ WSBENCH=${1:-$TOP/build/bin/wsbench}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
-tap_plan 5
+tap_plan 8
 
 # run ARGS...: status in $rc, output in $OUT/stdout and $OUT/stderr.
 run() { "$WSBENCH" "$@" >"$OUT/stdout" 2>"$OUT/stderr"; rc=$?; }
@@ -38,7 +40,11 @@ frobnicate|unknown benchmark 'frobnicate'
 --runtime cilk fib|unknown runtime 'cilk'
 --runtime serial --workers 2 fib|serial runtime runs with --workers 1 only
 fib 99|N must be an integer
-fib 10 11|too many arguments
+fib 10 2 3|too many arguments
+fib 10 0|CUTOFF must be an integer
+--ready-file|option --ready-file needs a value
+--ready-file /nonexistent/dir/f fib 5|cannot create --ready-file
+--ready-file x lock|--ready-file does not apply to 'lock'
 uts 10 0.5 4|needs Q \* M < 1
 --runtime tbb deque|measures libwsched only
 handoff --noise 99|--noise must be 0..16
@@ -60,7 +66,7 @@ for rt in wsched serial; do
 		run --json --runtime $rt --workers 1 --repeat 2 $b
 		for f in '"bench": "'"${b%% *}"'"' '"runtime": "'$rt'"' '"workers": 1' \
 			'"args": "' '"seconds_median": [0-9]' '"seconds_min": [0-9]' '"repeat": 2' \
-			'"result_ok": true'; do
+			'"cpu_seconds": [0-9]' '"p_a": [0-9]' '"sys_busy_cpus": [0-9]' '"result_ok": true'; do
 			if [ "$rc" != 0 ] || ! grep -q -- "$f" "$OUT/stdout"; then
 				bad=1
 				diag+=("$rt $b: exit $rc, no $f in: $(cat "$OUT/stdout" "$OUT/stderr")")
@@ -99,4 +105,62 @@ for k in spin ticket mutex; do
 done
 tap_result $ok "wsbench --json lock: three kinds, exclusion kept, fields present" \
 	"exit $rc: $(cat "$OUT/stdout" "$OUT/stderr")"
+
+# field NAME: the number after "NAME": in $OUT/stdout.
+field() { sed -n 's/.*"'"$1"'": \([0-9.eE+-]*\).*/\1/p' "$OUT/stdout"; }
+
+# 6. cpu_seconds and p_a: positive; p_a at most the threads that can run
+# (1 for serial; workers + the main thread for wsched); cpu_seconds is p_a x
+# the wall time of the 3 runs, which is at least 3 x the fastest run
+bad=0 diag=()
+for spec in "serial 1" "wsched 2"; do
+	read -r rt w <<<"$spec"
+	run --json --runtime "$rt" --workers "$w" --repeat 3 fib 27
+	cpu=$(field cpu_seconds) pa=$(field p_a) mn=$(field seconds_min)
+	if [ "$rc" != 0 ] || [ -z "$cpu" ] || [ -z "$pa" ] || [ -z "$mn" ] ||
+	   ! awk -v c="$cpu" -v p="$pa" -v w="$w" -v mn="$mn" \
+		'BEGIN { exit !(c > 0 && p > 0 && p <= w + 1.05 && c >= p * 3 * mn * 0.99) }'; then
+		bad=1
+		diag+=("$rt workers=$w: exit $rc, cpu_seconds '$cpu' p_a '$pa' in: $(cat "$OUT/stdout" "$OUT/stderr")")
+	fi
+done
+tap_result $bad "cpu_seconds > 0 and 0 < p_a <= runnable threads, consistent with the times" "${diag[@]}"
+
+# 7. fib's CUTOFF: a serial tail below it, same result on every runtime built
+bad=0 diag=()
+for rt in wsched serial tbb omp; do
+	w=2
+	[ "$rt" = serial ] && w=1
+	run --json --runtime "$rt" --workers "$w" --repeat 1 fib 25 12
+	[ "$rc" = 2 ] && grep -q "was not built" "$OUT/stderr" && continue
+	if [ "$rc" != 0 ] || ! grep -q '"args": "25 12"' "$OUT/stdout" ||
+	   ! grep -q '"result_ok": true' "$OUT/stdout"; then
+		bad=1
+		diag+=("$rt: exit $rc: $(cat "$OUT/stdout" "$OUT/stderr")")
+	fi
+done
+tap_result $bad "fib N CUTOFF: correct on every runtime, args name both" "${diag[@]}"
+
+# 8. --ready-file: the file appears after setup, nothing is timed or printed
+# before SIGUSR1, then the run completes
+rf=$OUT/ready
+"$WSBENCH" --json --workers 2 --repeat 1 --ready-file "$rf" fib 20 >"$OUT/stdout" 2>"$OUT/stderr" &
+pid=$!
+for _ in $(seq 200); do [ -e "$rf" ] && break; sleep 0.05; done
+sleep 0.3
+ok=1 why="no ready file after 10 s"
+if [ -e "$rf" ]; then
+	why="exited before SIGUSR1"
+	if kill -0 "$pid" 2>/dev/null && [ ! -s "$OUT/stdout" ]; then
+		kill -USR1 "$pid"
+		wait "$pid"
+		rc=$?
+		why="after SIGUSR1: exit $rc"
+		[ "$rc" = 0 ] && grep -q '"result_ok": true' "$OUT/stdout" && ok=0
+	fi
+fi
+kill -KILL "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+tap_result $ok "--ready-file: waits for SIGUSR1 after setup, then runs" \
+	"$why: $(cat "$OUT/stdout" "$OUT/stderr")"
 tap_done
