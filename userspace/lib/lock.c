@@ -4,8 +4,8 @@
  * concurrency contract). Each marks its holder as inside a critical section
  * (ws_critical_enter after acquiring, ws_critical_exit after releasing: the
  * marked interval covers the whole hold, plus a few instructions after the
- * release, which at worst earns a needless grace). The first ticket waiter
- * is marked too (see the ticket lock below).
+ * release, which at worst earns a needless grace). A ticket waiter is marked
+ * from taking its ticket (see the ticket lock below).
  *
  * Memory orders: every acquisition is an acquire RMW or load on the lock
  * word and pairs with the release store (or RMW) of the previous unlock;
@@ -147,10 +147,15 @@ void ws_spinlock_unlock(ws_spinlock_t *l)
  *   arrive, which holds no ticket yet, yields towards it before taking one.
  *   So the thread left without a CPU holds no ticket and stalls nobody,
  *   which breaks the chain.
- * Marks: the holder, and the first waiter from the moment it sees it is
- * first (t == owner + 1): it is the one whose preemption stalls the lock
- * next. Marking every waiter would put nearly every thread in a "critical
- * section" all the time, and a grace given to everyone protects no one.
+ * Marks: every waiter from taking its ticket (the lock passes to it in
+ * order whether it runs or not, so preempting it stalls every later waiter
+ * as much as preempting the holder). Marking only the first waiter was
+ * tried: at 2 x oversubscription under scx_wsched it kept about half the
+ * throughput that marking every waiter keeps (Documentation/cooperation.md).
+ * One pause per probe, no backoff proportional to the distance from the
+ * front: a handover costs far less than distance x pauses on recent CPUs
+ * (a pause is 10 to 140 ns), and in an emulated guest each pause hands the
+ * host CPU to another vCPU, which made the proportional backoff cost 3x.
  */
 #define TICKET_WHO_MASK		(WS_TICKET_WHO - 1)
 #define TICKET_STALL_NS		20000u	/* owner unchanged this long: a stall */
@@ -214,20 +219,16 @@ void ws_ticketlock_lock(ws_ticketlock_t *l)
 {
 	uint32_t me = self_tid(), t, o, seen, rounds = 0, tid, h, yields = 0;
 	uint64_t since = 0, now;
-	bool marked = false;
 
 	ticket_unpark(l, me);
+	ws_critical_enter();		/* queued: on the critical path already */
 	/* relaxed: the ticket only fixes our place; the acquire is below. */
 	t = __atomic_fetch_add(&l->next, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&l->who[t & TICKET_WHO_MASK], (uint64_t)t << 32 | me, __ATOMIC_RELAXED);
 	seen = t;
 	/* acquire: pairs with the release store of owner in unlock. */
 	while ((o = __atomic_load_n(&l->owner, __ATOMIC_ACQUIRE)) != t) {
-		if (t - o == 1 && !marked) {
-			ws_critical_enter();	/* first in line: next on the critical path */
-			marked = true;
-		}
-		pause_n((t - o) * 16 < SPIN_BACKOFF_MAX ? (t - o) * 16 : SPIN_BACKOFF_MAX);
+		ws_cpu_relax();
 		if (o != seen) {		/* the queue moves: no stall */
 			seen = o;
 			since = 0;
@@ -271,8 +272,6 @@ void ws_ticketlock_lock(ws_ticketlock_t *l)
 		__atomic_compare_exchange_n(&l->parked, &h, 0, false, __ATOMIC_RELAXED,
 					    __ATOMIC_RELAXED);
 	}
-	if (!marked)
-		ws_critical_enter();
 }
 
 bool ws_ticketlock_trylock(ws_ticketlock_t *l)

@@ -24,8 +24,8 @@
  *   operation on the lock word: the holder's accesses are ordered as with
  *   any mutex.
  * - Who is marked: the holder of every lock (from acquisition to release),
- *   and the first thread queued on a ws_ticketlock (the lock passes to it
- *   next, whether it runs or not), from the moment it sees it is first.
+ *   and a thread queued on a ws_ticketlock (it is on the critical path: the
+ *   lock passes to it in FIFO order whether it runs or not).
  *
  * The _ws_ names are internal to libwsched and may change.
  */
