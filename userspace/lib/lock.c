@@ -153,9 +153,11 @@ void ws_spinlock_unlock(ws_spinlock_t *l)
  * tried: at 2 x oversubscription under scx_wsched it kept about half the
  * throughput that marking every waiter keeps (Documentation/cooperation.md).
  * One pause per probe, no backoff proportional to the distance from the
- * front: a handover costs far less than distance x pauses on recent CPUs
- * (a pause is 10 to 140 ns), and in an emulated guest each pause hands the
- * host CPU to another vCPU, which made the proportional backoff cost 3x.
+ * front: distance x 16 pauses is already several microseconds where a
+ * pause costs 100+ ns, longer than a short section, and in the emulated
+ * lab guest each pause hands the host CPU to another vCPU: there the
+ * proportional backoff tripled the median wait (51 us against 15 us at
+ * 4 threads on 4 vCPUs).
  */
 #define TICKET_WHO_MASK		(WS_TICKET_WHO - 1)
 #define TICKET_STALL_NS		20000u	/* owner unchanged this long: a stall */
@@ -192,6 +194,29 @@ static inline bool ticket_queued(ws_ticketlock_t *l, uint32_t t)
 	uint32_t o = __atomic_load_n(&l->owner, __ATOMIC_RELAXED);
 
 	return t - o < __atomic_load_n(&l->next, __ATOMIC_RELAXED) - o;
+}
+
+/*
+ * Owner @o has been stuck for @stuck ns; may the waiter holding ticket @t,
+ * which has yielded @yields times during this stall, yield (again) now?
+ * One waiter per stall, the one that claims helped = o + 1; the last in
+ * line gets one TICKET_STALL_NS to do so before the others may. Once the
+ * stall outlasts TICKET_STALL_RETRY x TICKET_STALL_NS per yield made, any
+ * waiter may yield again: the first yield reached nobody (the target was
+ * running after all, or the kernel declined).
+ */
+static bool ticket_should_yield(ws_ticketlock_t *l, uint32_t t, uint32_t o, uint64_t stuck,
+				uint32_t yields)
+{
+	uint32_t h;
+
+	if (stuck >= (uint64_t)TICKET_STALL_NS * TICKET_STALL_RETRY * (yields + 1))
+		return true;
+	if (stuck < 2ull * TICKET_STALL_NS && t + 1 != __atomic_load_n(&l->next, __ATOMIC_RELAXED))
+		return false;
+	h = __atomic_load_n(&l->helped, __ATOMIC_RELAXED);
+	return h != o + 1 && __atomic_compare_exchange_n(&l->helped, &h, o + 1, false,
+							 __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
 /* Before taking a ticket: hand our CPU to a waiter that gave its own away
@@ -236,7 +261,8 @@ void ws_ticketlock_lock(ws_ticketlock_t *l)
 			yields = 0;
 			continue;
 		}
-		/* Time, not iterations (a pause costs 10 to 100+ ns). */
+		/* Time, not iterations (a pause costs 10 to 100+ ns): a clock
+		 * read every 8 probes while owner stands still. */
 		if (++rounds % 8)
 			continue;
 		now = mono_ns();
@@ -249,18 +275,10 @@ void ws_ticketlock_lock(ws_ticketlock_t *l)
 		/*
 		 * o has not moved for TICKET_STALL_NS: its thread (holding the
 		 * lock, or not yet aware that it may take it) is probably off
-		 * CPU. One waiter per stall yields towards it, preferably the
-		 * last in line; anyone once the stall outlasts the retry time.
+		 * CPU.
 		 */
-		h = __atomic_load_n(&l->helped, __ATOMIC_RELAXED);
-		if (now - since < (uint64_t)TICKET_STALL_NS * TICKET_STALL_RETRY * (yields + 1)) {
-			if (h == o + 1 ||
-			    (t + 1 != __atomic_load_n(&l->next, __ATOMIC_RELAXED) &&
-			     now - since < 2ull * TICKET_STALL_NS) ||
-			    !__atomic_compare_exchange_n(&l->helped, &h, o + 1, false,
-							 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-				continue;
-		}
+		if (!ticket_should_yield(l, t, o, now - since, yields))
+			continue;
 		yields++;
 		tid = ticket_who(l, o);
 		/* Park unless first in line (then the lock is ours next anyway). */
