@@ -150,7 +150,7 @@ void ws_spinlock_unlock(ws_spinlock_t *l)
  * Marks: every waiter from taking its ticket (the lock passes to it in
  * order whether it runs or not, so preempting it stalls every later waiter
  * as much as preempting the holder). Marking only the first waiter was
- * tried: at 2 x oversubscription under scx_wsched it kept about half the
+ * tried: at 2 x oversubscription under scx_wsched it kept about 60% of the
  * throughput that marking every waiter keeps (Documentation/cooperation.md).
  * One pause per probe, no backoff proportional to the distance from the
  * front: distance x 16 pauses is already several microseconds where a
@@ -179,8 +179,9 @@ void ws_ticketlock_init(ws_ticketlock_t *l)
 }
 
 /* The thread holding ticket @t, 0 when who[] no longer (or not yet) says.
- * who[] is a hint throughout: relaxed, and a wrong tid only aims one yield
- * at a thread that is running anyway (the yield then is a plain one). */
+ * who[] is a hint throughout: relaxed; a stale entry fails the ticket
+ * check, and a wrong tid could only aim one yield at another thread of
+ * this process (both directed paths refuse any other), or at none. */
 static inline uint32_t ticket_who(ws_ticketlock_t *l, uint32_t t)
 {
 	uint64_t w = __atomic_load_n(&l->who[t & TICKET_WHO_MASK], __ATOMIC_RELAXED);
