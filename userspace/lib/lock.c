@@ -5,12 +5,12 @@
  * (ws_critical_enter after acquiring, ws_critical_exit after releasing: the
  * marked interval covers the whole hold, plus a few instructions after the
  * release, which at worst earns a needless grace). A ticket waiter is marked
- * from taking its ticket: the lock will be handed to it in order, so
- * preempting it stalls every later waiter as much as preempting the holder.
+ * from taking its ticket (see the ticket lock below).
  *
  * Memory orders: every acquisition is an acquire RMW or load on the lock
  * word and pairs with the release store (or RMW) of the previous unlock;
- * everything else is relaxed because it only decides whether to retry.
+ * everything else is relaxed because it only decides whether to retry or
+ * whom to yield to (the ticket lock's who, parked and helped are hints).
  */
 #include <linux/futex.h>
 #include <pthread.h>
@@ -26,7 +26,6 @@
 
 #define SPIN_BACKOFF_MAX	1024u	/* pauses between probes, at most */
 #define MUTEX_SPIN_NS		20000u	/* spin this long before sleeping */
-#define TICKET_SPIN_NS		50000u	/* spin this long before yielding */
 #define SPIN_SPIN_NS		50000u	/* spinlock: the same */
 
 /* The calling thread's id, cached (a lock word must not cost a syscall).
@@ -129,34 +128,168 @@ void ws_spinlock_unlock(ws_spinlock_t *l)
 
 /* ------------------------------------------------------------ ticket lock */
 
+/*
+ * Under oversubscription a FIFO lock stalls whenever the thread whose turn
+ * it is has no CPU: nobody else may take the lock, and every waiter spins
+ * until the stalled one runs again (a time slice, milliseconds). Worse, a
+ * waiter that yields to get it running is itself queued: once descheduled
+ * it is the next stall, a chain in which every handover costs a slice.
+ * Three things keep the queue running (FIFO order is never touched):
+ * - who[] names the thread holding each recent ticket, so a waiter that
+ *   sees owner not move for TICKET_STALL_NS yields *towards* the stalled
+ *   thread (ws_lock_yield_to: wsched.ko, or scx_wsched's hint slot, which
+ *   hand the waiter's CPU to it), not to whoever its CPU picks next;
+ * - one waiter per stall does that (helped: the rest keep spinning, so
+ *   several yields do not take several queued threads off their CPUs), the
+ *   last in line if it can (it has the longest until its turn); a stall
+ *   that outlasts TICKET_STALL_RETRY lets any waiter yield again;
+ * - that waiter then parks (parked = its ticket + 1): the next thread to
+ *   arrive, which holds no ticket yet, yields towards it before taking one.
+ *   So the thread left without a CPU holds no ticket and stalls nobody,
+ *   which breaks the chain.
+ * Marks: every waiter from taking its ticket (the lock passes to it in
+ * order whether it runs or not, so preempting it stalls every later waiter
+ * as much as preempting the holder). Marking only the first waiter was
+ * tried: at 2 x oversubscription under scx_wsched it kept about 60% of the
+ * throughput that marking every waiter keeps (Documentation/cooperation.md).
+ * One pause per probe, no backoff proportional to the distance from the
+ * front: distance x 16 pauses is already several microseconds where a
+ * pause costs 100+ ns, longer than a short section, and in the emulated
+ * lab guest each pause hands the host CPU to another vCPU: there the
+ * proportional backoff tripled the median wait (51 us against 15 us at
+ * 4 threads on 4 vCPUs).
+ */
+#define TICKET_WHO_MASK		(WS_TICKET_WHO - 1)
+#define TICKET_STALL_NS		20000u	/* owner unchanged this long: a stall */
+#define TICKET_STALL_RETRY	8u	/* x TICKET_STALL_NS: yield again */
+#define TICKET_PARK_MAX		4	/* arrival yields before taking a ticket, at most */
+
+_Static_assert((WS_TICKET_WHO & TICKET_WHO_MASK) == 0, "WS_TICKET_WHO: a power of two");
+
 void ws_ticketlock_init(ws_ticketlock_t *l)
 {
+	int i;
+
 	__atomic_store_n(&l->next, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&l->owner, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->parked, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->helped, 0, __ATOMIC_RELAXED);
+	for (i = 0; i < WS_TICKET_WHO; i++)
+		__atomic_store_n(&l->who[i], 0, __ATOMIC_RELAXED);
+}
+
+/* The thread holding ticket @t, 0 when who[] no longer (or not yet) says.
+ * who[] is a hint throughout: relaxed; a stale entry fails the ticket
+ * check, and a wrong tid could only aim one yield at another thread of
+ * this process (both directed paths refuse any other), or at none. */
+static inline uint32_t ticket_who(ws_ticketlock_t *l, uint32_t t)
+{
+	uint64_t w = __atomic_load_n(&l->who[t & TICKET_WHO_MASK], __ATOMIC_RELAXED);
+
+	return (uint32_t)(w >> 32) == t ? (uint32_t)w : 0;
+}
+
+/* Is ticket @t taken and not yet served? (unsigned distances: wrap-safe) */
+static inline bool ticket_queued(ws_ticketlock_t *l, uint32_t t)
+{
+	uint32_t o = __atomic_load_n(&l->owner, __ATOMIC_RELAXED);
+
+	return t - o < __atomic_load_n(&l->next, __ATOMIC_RELAXED) - o;
+}
+
+/*
+ * Owner @o has been stuck for @stuck ns; may the waiter holding ticket @t,
+ * which has yielded @yields times during this stall, yield (again) now?
+ * One waiter per stall, the one that claims helped = o + 1; the last in
+ * line gets one TICKET_STALL_NS to do so before the others may. Once the
+ * stall outlasts TICKET_STALL_RETRY x TICKET_STALL_NS per yield made, any
+ * waiter may yield again: the first yield reached nobody (the target was
+ * running after all, or the kernel declined).
+ */
+static bool ticket_should_yield(ws_ticketlock_t *l, uint32_t t, uint32_t o, uint64_t stuck,
+				uint32_t yields)
+{
+	uint32_t h;
+
+	if (stuck >= (uint64_t)TICKET_STALL_NS * TICKET_STALL_RETRY * (yields + 1))
+		return true;
+	if (stuck < 2ull * TICKET_STALL_NS && t + 1 != __atomic_load_n(&l->next, __ATOMIC_RELAXED))
+		return false;
+	h = __atomic_load_n(&l->helped, __ATOMIC_RELAXED);
+	return h != o + 1 && __atomic_compare_exchange_n(&l->helped, &h, o + 1, false,
+							 __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+/* Before taking a ticket: hand our CPU to a waiter that gave its own away
+ * (see above). Bounded, so an arrival always queues soon. */
+static void ticket_unpark(ws_ticketlock_t *l, uint32_t me)
+{
+	int i;
+
+	for (i = 0; i < TICKET_PARK_MAX; i++) {
+		uint32_t p = __atomic_load_n(&l->parked, __ATOMIC_RELAXED), tid;
+
+		if (!p || !ticket_queued(l, p - 1))
+			return;
+		tid = ticket_who(l, p - 1);
+		/* Claim it: one arrival per parked waiter. */
+		if (!tid || tid == me ||
+		    !__atomic_compare_exchange_n(&l->parked, &p, 0, false, __ATOMIC_RELAXED,
+						 __ATOMIC_RELAXED))
+			return;
+		ws_lock_yield_to((pid_t)tid);
+	}
 }
 
 void ws_ticketlock_lock(ws_ticketlock_t *l)
 {
-	uint32_t t, o, rounds = 0;
-	uint64_t start = 0;
+	uint32_t me = self_tid(), t, o, seen, rounds = 0, tid, h, yields = 0;
+	uint64_t since = 0, now;
 
+	ticket_unpark(l, me);
 	ws_critical_enter();		/* queued: on the critical path already */
 	/* relaxed: the ticket only fixes our place; the acquire is below. */
 	t = __atomic_fetch_add(&l->next, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->who[t & TICKET_WHO_MASK], (uint64_t)t << 32 | me, __ATOMIC_RELAXED);
+	seen = t;
 	/* acquire: pairs with the release store of owner in unlock. */
 	while ((o = __atomic_load_n(&l->owner, __ATOMIC_ACQUIRE)) != t) {
-		pause_n((t - o) * 16 < SPIN_BACKOFF_MAX ? (t - o) * 16 : SPIN_BACKOFF_MAX);
-		/*
-		 * Waited long (time, not iterations): the holder or an earlier
-		 * waiter is probably preempted; spinning on would only burn the
-		 * CPU it needs. Yield between probes (FIFO order is unchanged).
-		 */
-		if (++rounds % 64 == 0) {
-			if (!start)
-				start = mono_ns();
-			else if (mono_ns() - start > TICKET_SPIN_NS)
-				sched_yield();
+		ws_cpu_relax();
+		if (o != seen) {		/* the queue moves: no stall */
+			seen = o;
+			since = 0;
+			rounds = 0;
+			yields = 0;
+			continue;
 		}
+		/* Time, not iterations (a pause costs 10 to 100+ ns): a clock
+		 * read every 8 probes while owner stands still. */
+		if (++rounds % 8)
+			continue;
+		now = mono_ns();
+		if (!since) {
+			since = now;
+			continue;
+		}
+		if (now - since < TICKET_STALL_NS)
+			continue;
+		/*
+		 * o has not moved for TICKET_STALL_NS: its thread (holding the
+		 * lock, or not yet aware that it may take it) is probably off
+		 * CPU.
+		 */
+		if (!ticket_should_yield(l, t, o, now - since, yields))
+			continue;
+		yields++;
+		tid = ticket_who(l, o);
+		/* Park unless first in line (then the lock is ours next anyway). */
+		if (t - o > 1)
+			__atomic_store_n(&l->parked, t + 1, __ATOMIC_RELAXED);
+		ws_lock_yield_to((pid_t)(tid != me ? tid : 0));
+		/* Running again: nobody needs to yield to us any more. */
+		h = t + 1;
+		__atomic_compare_exchange_n(&l->parked, &h, 0, false, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED);
 	}
 }
 
@@ -170,6 +303,8 @@ bool ws_ticketlock_trylock(ws_ticketlock_t *l)
 	if (!__atomic_compare_exchange_n(&l->next, &n, o + 1, false, __ATOMIC_ACQUIRE,
 					 __ATOMIC_RELAXED))
 		return false;
+	__atomic_store_n(&l->who[o & TICKET_WHO_MASK], (uint64_t)o << 32 | self_tid(),
+			 __ATOMIC_RELAXED);
 	ws_critical_enter();
 	return true;
 }

@@ -2,8 +2,10 @@
 /*
  * ws_spinlock, ws_ticketlock, ws_mutex and critical-section marks
  * (wsched/lock.h): mutual exclusion under contention, FIFO order of the
- * ticket lock, the mutex sleeping and being woken, the marks each lock
- * leaves on its holder (and on a queued ticket waiter), and the cost of a
+ * ticket lock, the ticket lock's record of who holds which ticket and its
+ * stall handling (yields towards the stalled thread, parking), the mutex
+ * sleeping and being woken, the marks each lock leaves on its holder (and
+ * on a queued ticket waiter), and the cost of a
  * ws_critical_enter/exit pair without a scheduler (private slot).
  */
 #include <errno.h>
@@ -143,6 +145,7 @@ struct fifo {
 	int order[FIFO_WAITERS];
 	int pos;
 	const struct ws_hint_slot *slot[FIFO_WAITERS];
+	pid_t tid[FIFO_WAITERS];
 };
 
 struct fifo_arg {
@@ -154,6 +157,7 @@ static void *fifo_waiter(void *p)
 {
 	struct fifo_arg *a = p;
 
+	__atomic_store_n(&a->f->tid[a->id], (pid_t)syscall(SYS_gettid), __ATOMIC_RELAXED);
 	__atomic_store_n(&a->f->slot[a->id], ws_thread_slot(), __ATOMIC_RELEASE);
 	ws_ticketlock_lock(&a->f->l);
 	a->f->order[a->f->pos++] = a->id;
@@ -161,28 +165,41 @@ static void *fifo_waiter(void *p)
 	return NULL;
 }
 
-TEST(ticketlock_serves_waiters_in_arrival_order_and_marks_them)
+static uint32_t slot_depth(struct fifo *f, int i)
+{
+	return __atomic_load_n(&__atomic_load_n(&f->slot[i], __ATOMIC_ACQUIRE)->cs_depth,
+			       __ATOMIC_RELAXED);
+}
+
+TEST(ticketlock_serves_in_arrival_order_records_and_marks_its_waiters)
 {
 	static struct fifo f;
 	struct fifo_arg args[FIFO_WAITERS];
 	pthread_t th[FIFO_WAITERS];
+	uint64_t t0;
 	int i;
 
 	memset(&f, 0, sizeof(f));
 	ws_ticketlock_lock(&f.l);
+	/* Ticket 0 is ours. */
+	EXPECT_EQ((uint64_t)syscall(SYS_gettid), f.l.who[0]);
 	for (i = 0; i < FIFO_WAITERS; i++) {
-		uint64_t t0 = ws_test_now_ns();
+		uint32_t t = (uint32_t)i + 1;
 
+		t0 = ws_test_now_ns();
 		args[i] = (struct fifo_arg){ &f, i };
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, fifo_waiter, &args[i]));
-		/* Start the next one only once this one holds its ticket. */
-		while (__atomic_load_n(&f.l.next, __ATOMIC_ACQUIRE) != (uint32_t)i + 2) {
+		/* Start the next one only once this one holds its ticket
+		 * and has said so in who[]. */
+		while (__atomic_load_n(&f.l.next, __ATOMIC_ACQUIRE) != t + 1 ||
+		       __atomic_load_n(&f.l.who[t % WS_TICKET_WHO], __ATOMIC_RELAXED) >> 32 != t) {
 			ASSERT_LT(ws_test_now_ns() - t0, 10000000000ull) TH_LOG("waiter %d never queued", i);
 			usleep(100);
 		}
+		EXPECT_EQ((uint64_t)t << 32 | (uint32_t)__atomic_load_n(&f.tid[i], __ATOMIC_RELAXED),
+			  __atomic_load_n(&f.l.who[t % WS_TICKET_WHO], __ATOMIC_RELAXED));
 		/* A queued waiter is marked as on the critical path. */
-		EXPECT_EQ(1, __atomic_load_n(&__atomic_load_n(&f.slot[i], __ATOMIC_ACQUIRE)->cs_depth,
-					     __ATOMIC_RELAXED));
+		EXPECT_EQ(1, slot_depth(&f, i));
 	}
 	ws_ticketlock_unlock(&f.l);
 	for (i = 0; i < FIFO_WAITERS; i++)
@@ -190,6 +207,84 @@ TEST(ticketlock_serves_waiters_in_arrival_order_and_marks_them)
 	ASSERT_EQ(FIFO_WAITERS, f.pos);
 	for (i = 0; i < FIFO_WAITERS; i++)
 		EXPECT_EQ(i, f.order[i]);
+	/* The waiters saw owner stuck (we held the lock for milliseconds), so
+	 * one yielded towards the owner of a ticket (helped = that ticket + 1;
+	 * later stalls may have overwritten ours), and whoever parked has
+	 * unparked. */
+	EXPECT_GE(f.l.helped, 1);
+	EXPECT_LE(f.l.helped, FIFO_WAITERS + 1);
+	EXPECT_EQ(0, f.l.parked);
+	EXPECT_EQ(FIFO_WAITERS + 1, f.l.owner);
+}
+
+TEST(ticketlock_trylock_records_its_ticket)
+{
+	ws_ticketlock_t l = WS_TICKETLOCK_INIT;
+	uint64_t me = (uint64_t)syscall(SYS_gettid);
+
+	ASSERT_TRUE(ws_ticketlock_trylock(&l));
+	EXPECT_EQ(me, l.who[0]);
+	ws_ticketlock_unlock(&l);
+	ws_ticketlock_lock(&l);
+	EXPECT_EQ(1ull << 32 | me, l.who[1]);
+	ws_ticketlock_unlock(&l);
+}
+
+/*
+ * More threads than CPUs, holders that sleep inside: the queue stalls
+ * (owner stuck far longer than the stall threshold) and its waiters are
+ * descheduled while holding tickets, so the stall path runs: waiters yield
+ * towards the stalled thread, park, arrivals unpark them. Exclusion and
+ * the count must hold, every ticket must be served, and nothing must stay
+ * parked.
+ */
+struct stall {
+	ws_ticketlock_t l;
+	long iters;
+	long counter;		/* plain: protected by the lock */
+	int inside;		/* plain */
+	int violations;		/* atomic */
+};
+
+static void *stall_contend(void *arg)
+{
+	struct stall *s = arg;
+	long i;
+
+	for (i = 0; i < s->iters; i++) {
+		ws_ticketlock_lock(&s->l);
+		if (s->inside++)
+			__atomic_fetch_add(&s->violations, 1, __ATOMIC_RELAXED);
+		s->counter++;
+		if (i % 16 == 0)
+			usleep(200);	/* far beyond the stall threshold */
+		s->inside--;
+		ws_ticketlock_unlock(&s->l);
+	}
+	return NULL;
+}
+
+TEST(ticketlock_exclusive_when_oversubscribed_and_stalling)
+{
+	static struct stall s;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int n = (int)(ncpu < 2 ? 8 : 4 * ncpu), i;
+	pthread_t th[64];
+
+	if (n > 64)
+		n = 64;
+	memset(&s, 0, sizeof(s));
+	s.iters = ws_test_scaled(1000);
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, stall_contend, &s));
+	for (i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	EXPECT_EQ(0, s.violations);
+	EXPECT_EQ(s.iters * n, s.counter);
+	EXPECT_EQ((uint32_t)(s.iters * n), s.l.owner);
+	EXPECT_EQ(s.l.next, s.l.owner);
+	EXPECT_NE(0, s.l.helped) TH_LOG("no waiter ever yielded towards a stalled owner");
+	EXPECT_EQ(0, s.l.parked);
 }
 
 /* --------------------------------------------------------- mutex sleeps */

@@ -144,9 +144,23 @@ static inline void ws_hint_set_stealable(uint32_t n)
 typedef struct { uint32_t locked; } ws_spinlock_t;
 #define WS_SPINLOCK_INIT { 0 }
 
-/* FIFO ticket lock; a waiter spins, then yields between probes after 50 us. */
-typedef struct { uint32_t next, owner; } ws_ticketlock_t;
-#define WS_TICKETLOCK_INIT { 0, 0 }
+/*
+ * FIFO ticket lock. Each waiter records its ticket and thread id in who[]
+ * (ticket % WS_TICKET_WHO), so a waiter that sees the queue stall (owner
+ * unchanged for a while: the thread whose turn it is lost its CPU) can
+ * yield towards that thread; a waiter that gave its CPU away that way
+ * leaves its ticket in parked, and the next thread to arrive hands its CPU
+ * to the parked one before it takes a ticket itself (lock.c explains why).
+ * All fields but next and owner are hints.
+ */
+#define WS_TICKET_WHO	16	/* waiters whose thread ids are remembered */
+typedef struct {
+	uint32_t next, owner;
+	uint32_t parked;		/* ticket + 1 of a waiter that yielded, 0: none */
+	uint32_t helped;		/* owner + 1 once a waiter yielded towards it */
+	uint64_t who[WS_TICKET_WHO];	/* ticket << 32 | tid; tid 0: unknown */
+} ws_ticketlock_t;
+#define WS_TICKETLOCK_INIT { 0, 0, 0, 0, { 0 } }
 
 /* Spin for a while, then sleep on a futex. 0 free, 1 locked, 2 locked with
  * possible sleepers (Drepper, "Futexes Are Tricky", mutex 2). owner is the
