@@ -54,7 +54,8 @@
  *   by (1 + waiting tasks) when it is not, down to 1/8 of the base slice
  *   (nr_short_slices); ops.tick() also cuts the running task's slice to that
  *   floor when tasks are waiting behind it, and kicks an idle thief.
- * - Yield: sched_yield() gives the slice up (as without ops.yield); a
+ * - Yield: sched_yield() gives the slice up and lets the head of its CPU's
+ *   deque run next (yield_behind_head()); a
  *   registered thread's goes behind every task waiting on its CPU
  *   (yield-to-all), or hands the CPU to the thread its hint slot names;
  *   yield_to(to) runs @to next on the yielder's CPU when it waits on a
@@ -843,6 +844,26 @@ static __always_inline void yield_behind_all(struct task_struct *from)
 		scx_bpf_task_set_dsq_vtime(from, last + 1);
 }
 
+/*
+ * Any other task's sched_yield(): the task waiting first on this CPU's
+ * deque runs next (POSIX: others of the same priority run before the
+ * yielder; EEVDF pushes the yielder's deadline back for the same end).
+ * Without this the yielder kept the CPU whenever its vtime was behind the
+ * head's, and a waiter spinning with sched_yield() on a lock whose holder
+ * waits on the same CPU yielded for nothing. The yielder's vtime goes just
+ * past the head's: it pays with its own place, never anyone else's.
+ */
+static __always_inline void yield_behind_head(struct task_struct *from)
+{
+	struct task_struct *head = __COMPAT_scx_bpf_dsq_peek(bpf_get_smp_processor_id());
+
+	if (!head)
+		return;
+	STAT_INC(nr_yield_head);
+	if (time_before(from->scx.dsq_vtime, head->scx.dsq_vtime + 1))
+		scx_bpf_task_set_dsq_vtime(from, head->scx.dsq_vtime + 1);
+}
+
 bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *to)
 {
 	struct task_struct *t;
@@ -856,6 +877,8 @@ bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *
 			bpf_task_release(t);
 		} else if (hint_slot(from, NULL)) {
 			yield_behind_all(from);
+		} else {
+			yield_behind_head(from);
 		}
 		scx_bpf_task_set_slice(from, 0);
 		return false;

@@ -59,6 +59,7 @@ struct wsched_stats {
 	__u64 nr_thief_preempted;	/* ... none idle: a running thief of its process made way for it */
 	__u64 nr_thief_preempt_stale;	/* ... but the thief had stopped before the kick landed */
 	__u64 nr_wake_sync_local;	/* a sync wakee queued on its waker's CPU (its deque, stealable) */
+	__u64 nr_yield_head;		/* sched_yield() of an unregistered task: the deque's head runs next */
 };
 
 #define WSCHED_NR_STATS (sizeof(struct wsched_stats) / sizeof(__u64))

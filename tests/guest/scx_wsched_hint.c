@@ -925,12 +925,15 @@ static int yields_that_let_it_run(struct yall *y, int n)
  * A registered thread's sched_yield() goes behind everything waiting on its
  * CPU (ABP's yield-to-all): a spinner of the same process on that CPU runs
  * before the yielder returns, nearly every time. The same thread
- * unregistered gets the plain sched_ext yield (logged for comparison).
+ * unregistered lets the head of its CPU's deque run next (nr_yield_head),
+ * which with one spinner waiting is the same spinner: before
+ * yield_behind_head() it ran during 1 of 200 such yields.
  */
 TEST_F_TIMEOUT(hint, registered_sched_yield_goes_behind_everyone, 60)
 {
 	struct yall y = { 0, 0, 0 };
 	struct wsched_stats s0, s1;
+	unsigned long long yield_head;
 	pthread_t sp;
 	int ran_plain, ran_all;
 
@@ -938,7 +941,10 @@ TEST_F_TIMEOUT(hint, registered_sched_yield_goes_behind_everyone, 60)
 	ASSERT_EQ(0, pthread_create(&sp, NULL, yall_spinner, &y));
 	while (!y.ready)
 		sched_yield();
+	ASSERT_EQ(0, read_stats(&s0));
 	ran_plain = yields_that_let_it_run(&y, 200);
+	ASSERT_EQ(0, read_stats(&s1));
+	yield_head = s1.nr_yield_head - s0.nr_yield_head;
 	ASSERT_EQ(0, ws_thread_register());
 	ASSERT_EQ(0, read_stats(&s0));
 	ran_all = yields_that_let_it_run(&y, 200);
@@ -946,9 +952,12 @@ TEST_F_TIMEOUT(hint, registered_sched_yield_goes_behind_everyone, 60)
 	ws_thread_unregister();
 	y.stop = 1;
 	pthread_join(sp, NULL);
-	TH_LOG("spinner ran during %d of 200 yields unregistered, %d of 200 registered; "
-	       "nr_yield_all +%llu", ran_plain, ran_all,
+	TH_LOG("spinner ran during %d of 200 yields unregistered (nr_yield_head +%llu), "
+	       "%d of 200 registered (nr_yield_all +%llu)", ran_plain,
+	       (unsigned long long)yield_head, ran_all,
 	       (unsigned long long)(s1.nr_yield_all - s0.nr_yield_all));
+	EXPECT_GE(ran_plain, 180);
+	EXPECT_GE(yield_head, 180);
 	EXPECT_GE(ran_all, 180);
 	EXPECT_GE(s1.nr_yield_all - s0.nr_yield_all, 200);
 }
