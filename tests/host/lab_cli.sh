@@ -25,7 +25,8 @@ leftovers() { pgrep -f -- "runs/[0-9-]*-$1/" || true; }
 bad=0 diag=()
 for args in "run --cpus 0 -- true" "run --cpus 65 -- true" "run --mem 12X -- true" \
 	"run --timeout abc -- true" "run --bogus -- true" "run --kernel bogus -- true" \
-	"setup --kernel bogus" "run" "exec" "frobnicate"; do
+	"setup --kernel bogus" "run --kernel ubuntu-9.9 -- true" "setup --kernel ubuntu-6" \
+	"run" "exec" "frobnicate"; do
 	# shellcheck disable=SC2086
 	lab $args
 	if [ $rc != 2 ] || ! grep -q "^lab: " "$OUT/stderr"; then
