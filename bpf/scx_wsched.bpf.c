@@ -83,6 +83,10 @@
  *   "set" only delays the tick's catch-all kick until the next enqueue of a
  *   movable task (which kicks a thief itself), a stale "clear" costs one
  *   futile wakeup.
+ * - cur_pid/cur_tgid/cur_start[] are written by each CPU and read by
+ *   others without synchronisation: worker preference may kick a CPU whose
+ *   thief just stopped; its dispatch re-checks prev and moves nothing then
+ *   (nr_thief_preempt_stale), and the kicked task keeps the CPU by vtime.
  * - Tasks of a deque whose owner goes offline are ejected with the
  *   scheduler (the restart above), so no deque is ever left undrained.
  *
