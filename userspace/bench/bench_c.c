@@ -162,7 +162,7 @@ static long wsched_fib(int n, int cutoff)
 {
 	struct ws_fibarg f = { n, cutoff, 0 };
 
-	ws_pool_run(pool, ws_fib_task, &f);
+	ws_pool_run(pool, cutoff > 1 ? ws_fib_cut_task : ws_fib_task, &f);
 	return f.r;
 }
 
@@ -243,7 +243,10 @@ static long serial_fib(int n, int cutoff)
 {
 	struct ser_fibarg f = { n, cutoff, 0 };
 
-	ser_fib_task(NULL, &f);
+	if (cutoff > 1)
+		ser_fib_cut_task(NULL, &f);
+	else
+		ser_fib_task(NULL, &f);
 	return f.r;
 }
 
