@@ -531,12 +531,13 @@ static __always_inline bool dispatch_yield_target(s32 cpu, struct task_struct *p
 		return false;
 	/*
 	 * Worker preference: the kick preempted whatever runs here; if that
-	 * is no longer a thief of the worker's process (it stopped between
-	 * prefer_worker()'s look and the kick), leave the target: prev then
+	 * is no longer an idle thief of the worker's process (it stopped, or
+	 * entered a critical section, between prefer_worker()'s look and the
+	 * kick: the same test as there), leave the target: prev then
 	 * competes by vtime as after any slice and keeps the CPU.
 	 */
 	if (tgid && prev && (prev->scx.flags & WS_TASK_QUEUED) &&
-	    (prev->tgid != tgid || hint_state(prev) != WS_HINT_THIEF)) {
+	    (prev->tgid != tgid || !task_is_idle_thief(prev))) {
 		STAT_INC(nr_thief_preempt_stale);
 		return false;
 	}

@@ -57,7 +57,7 @@ struct wsched_stats {
 	/* Worker preference (prefer_worker() in scx_wsched.bpf.c). */
 	__u64 nr_worker_idle_kicks;	/* a WORKER queued behind others: an idle CPU woken to take it */
 	__u64 nr_thief_preempted;	/* ... none idle: a running thief of its process made way for it */
-	__u64 nr_thief_preempt_stale;	/* ... but the thief had stopped before the kick landed */
+	__u64 nr_thief_preempt_stale;	/* ... but it had stopped or entered a section by then */
 	__u64 nr_wake_sync_local;	/* a sync wakee queued on its waker's CPU (its deque, stealable) */
 	__u64 nr_yield_head;		/* sched_yield() of an unregistered task: the deque's head runs next */
 };

@@ -202,6 +202,15 @@ static __always_inline bool tid_is_idle_thief(void *slots, u32 tid)
 	       *(volatile u32 *)&s->cs_depth == 0;
 }
 
+/* The same test for task @p, through its own process's slot array. */
+static __always_inline bool task_is_idle_thief(struct task_struct *p)
+{
+	u32 tgid = p->tgid;
+	void *slots = bpf_map_lookup_elem(&hint_procs, &tgid);
+
+	return slots && tid_is_idle_thief(slots, p->pid);
+}
+
 /*
  * ops.stopping: one read of @p's slot. Counts a task descheduled while
  * still runnable (preempted, its slice or grace used up, or yielding)
