@@ -43,13 +43,16 @@
  * - Fairness: p->scx.dsq_vtime advances by the task's run time scaled by
  *   100/weight (nice 0 = weight 100), so within a deque tasks run in
  *   proportion to their weights. One global vtime_now (the largest vtime a
- *   running task started with) bounds the credit of a waking task to one
- *   base slice (ops.runnable) and the lag of any task to LAG_SLICES base
- *   slices (vtime_floor(): in ops.enqueue, ops.stopping and when prev
- *   competes with a deque head), so a queued task waits at most about (deque
- *   length x slice x weight ratio) before it runs, and a stolen laggard
- *   holds its new CPU for at most a few slices before the task it displaced
- *   runs again.
+ *   running task started with, but never advancing faster than the wall
+ *   clock, which a light task's vtime does) bounds the lag of any task to
+ *   LAG_SLICES base slices (vtime_floor(): in ops.enqueue, ops.stopping and
+ *   when prev competes with a deque head) and its lead to LEAD_SLICES
+ *   (vtime_clamp(), ops.stopping: a light task's debt from running alone is
+ *   forgiven beyond that); a waking task keeps at most one base slice of
+ *   credit over the head of the deque it joins (ops.runnable). So a queued
+ *   task waits at most about (deque length x slice x weight ratio) before it
+ *   runs, and a stolen laggard holds its new CPU for at most a few slices
+ *   before the task it displaced runs again.
  * - Slice: --slice-us (default 5 ms) when the target deque is empty, divided
  *   by (1 + waiting tasks) when it is not, down to 1/8 of the base slice
  *   (nr_short_slices); ops.tick() also cuts the running task's slice to that
@@ -132,6 +135,7 @@ char _license[] SEC("license") = "GPL";
 
 #define STEAL_SWEEP_MAX		16
 #define LAG_SLICES		16	/* max vtime lag of any task, in base slices */
+#define LEAD_SLICES		48	/* max vtime lead of any task, in base slices */
 #define CPU_MASK		(WSCHED_MAX_CPUS - 1)
 #define YIELD_SCAN_MAX		256	/* deque entries searched for a yield target */
 #define YIELD_LEAD_SLICES	LAG_SLICES	/* vtime a yield target may be ahead of a deque's head */
@@ -146,6 +150,7 @@ const volatile u32 llc_len[WSCHED_MAX_LLCS];		/* LLC -> number of CPUs */
 const volatile u32 llc_cpus[WSCHED_MAX_CPUS];		/* CPUs grouped by LLC */
 
 static u64 vtime_now;
+static u64 vtime_now_at;	/* scx_bpf_now() of vtime_now's last advance */
 static u32 steal_hint[WSCHED_MAX_CPUS];	/* victim CPU + 1 left by a kicker, 0: none */
 /*
  * Set when a thief found a CPU's deque non-empty but could take nothing
@@ -357,6 +362,25 @@ static __always_inline u64 vtime_floor(u64 vt)
 	u64 floor = vtime_now - LAG_SLICES * slice_ns;
 
 	return time_before(vt, floor) ? floor : vt;
+}
+
+/*
+ * ... and none more than LEAD_SLICES base slices ahead. A task owes vtime
+ * only to those it competed with: a light task that ran while its CPU had
+ * nothing else to run (a nice-19 kthread's every tick is charged 400 ms)
+ * would otherwise carry that debt into the next contention and wait there
+ * until every task queued with it caught up (khugepaged was 13 s of vtime
+ * ahead under stress-ng before this bound, so seconds of waiting, possibly
+ * while preempted inside an RCU read-side section). At this bound a nice-19 task competing with nice
+ * 0 ones gets about 1.6% of the CPU (one 4 ms tick per 240 ms of theirs)
+ * instead of its weight's 1%.
+ */
+static __always_inline u64 vtime_clamp(u64 vt)
+{
+	u64 ceil = vtime_now + LEAD_SLICES * slice_ns;
+
+	vt = vtime_floor(vt);
+	return time_before(ceil, vt) ? ceil : vt;
 }
 
 /* prev's vtime including the run it is just finishing. */
@@ -892,11 +916,29 @@ bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *
 	return yield_towards(from, to, false);
 }
 
-/* A waking task keeps at most one base slice of credit. */
+/*
+ * A waking task keeps at most one base slice of credit over the tasks it
+ * will compete with: those on the deque it joins (scx_bpf_task_cpu() is
+ * already the CPU select_cpu chose), whose head may lag vtime_now by up to
+ * LAG_SLICES slices on a crowded CPU, or vtime_now when that deque is
+ * empty. Measured against vtime_now alone, a wakeup on a crowded CPU
+ * queued behind every laggard there, up to LAG_SLICES slices of each one's
+ * run (rcu_preempt waited 330 ms under stress-ng, and a runnable 8.8 s in
+ * an RCU stall report of an earlier 60 s hostile-hints run).
+ */
 void BPF_STRUCT_OPS(wsched_runnable, struct task_struct *p, u64 enq_flags)
 {
-	if (time_before(p->scx.dsq_vtime, vtime_now - slice_ns))
-		scx_bpf_task_set_dsq_vtime(p, vtime_now - slice_ns);
+	struct task_struct *head;
+	s32 cpu = scx_bpf_task_cpu(p);
+	u64 ref = vtime_now;
+
+	if (cpu >= 0 && (u32)cpu < nr_cpus) {
+		head = __COMPAT_scx_bpf_dsq_peek(cpu);
+		if (head && time_before(head->scx.dsq_vtime, ref))
+			ref = head->scx.dsq_vtime;
+	}
+	if (time_before(p->scx.dsq_vtime, ref - slice_ns))
+		scx_bpf_task_set_dsq_vtime(p, ref - slice_ns);
 }
 
 void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
@@ -910,9 +952,24 @@ void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
 	cur_start[cpu & CPU_MASK] = now;
 	cur_tgid[cpu & CPU_MASK] = p->tgid;
 	cur_pid[cpu & CPU_MASK] = p->pid;
-	/* Racy max: see "accepted races" at the top. */
-	if (time_before(vtime_now, p->scx.dsq_vtime))
-		vtime_now = p->scx.dsq_vtime;
+	/*
+	 * Racy max: see "accepted races" at the top. It may not run ahead of
+	 * the wall clock (plus a slice): no task of nice 0 or heavier gains
+	 * vtime faster than that, but a light one does (its runs are charged
+	 * 100/weight times over; a nice-19 kthread's one tick is 400 ms), and
+	 * following it would move every task's lag floor and every wakeup's
+	 * place that far ahead: wakeups then queued behind every task already
+	 * waiting (test wakeup_not_behind_a_light_tasks_clock: 370 ms per
+	 * wakeup beside 8 hogs before, 2 ms after).
+	 */
+	if (time_before(vtime_now, p->scx.dsq_vtime)) {
+		u64 lim = vtime_now + slice_ns;
+
+		if (time_before(vtime_now_at, now))
+			lim += now - vtime_now_at;
+		vtime_now = time_before(lim, p->scx.dsq_vtime) ? lim : p->scx.dsq_vtime;
+		vtime_now_at = now;
+	}
 }
 
 void BPF_STRUCT_OPS(wsched_stopping, struct task_struct *p, bool runnable)
@@ -931,7 +988,7 @@ void BPF_STRUCT_OPS(wsched_stopping, struct task_struct *p, bool runnable)
 		ran *= WS_THIEF_CHARGE;
 		STAT_INC(nr_thief_demotions);
 	}
-	scx_bpf_task_set_dsq_vtime(p, vtime_floor(p->scx.dsq_vtime +
+	scx_bpf_task_set_dsq_vtime(p, vtime_clamp(p->scx.dsq_vtime +
 						  scale_by_task_weight_inverse(p, ran)));
 }
 

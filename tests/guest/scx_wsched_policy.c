@@ -265,6 +265,108 @@ static void spin_for(double s)
 		;
 }
 
+/*
+ * A wakeup on a crowded CPU queues behind the tasks of its own deque, not
+ * behind the fastest CPU's clock: CPU 1 runs 8 nice-0 hogs and a sleeper
+ * that wakes every 30 ms; CPU 2 runs a nice-19 task that spins 20 ms per
+ * 400 ms. Each of its runs is charged 2 s of vtime (100/weight); when the
+ * global vtime reference followed it, every wakeup on CPU 1 was placed
+ * seconds ahead of the hogs there and waited until each of them had run
+ * LAG_SLICES slices (about 8 x 75 ms). The sleeper's worst lateness must
+ * stay under 150 ms (a few ticks; TCG adds its own delays).
+ */
+#define SLEEPER_ROUNDS	100
+
+TEST_F_TIMEOUT(sched, wakeup_not_behind_a_light_tasks_clock, 60)
+{
+	volatile double *late = mmap(NULL, sizeof(double) * 2, PROT_READ | PROT_WRITE,
+				     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	cpu_set_t cpu1, cpu2;
+	pid_t light, sleeper;
+	int i, st;
+
+	ASSERT_NE(MAP_FAILED, (void *)late);
+	CPU_ZERO(&cpu1);
+	CPU_SET(1, &cpu1);
+	CPU_ZERO(&cpu2);
+	CPU_SET(2, &cpu2);
+	for (i = 0; i < 8; i++)
+		ASSERT_LE(0, ws_hog_start(&self->hogs, 0, &cpu1));
+	light = fork();
+	ASSERT_LE(0, light);
+	if (!light) {
+		if (sched_setaffinity(0, sizeof(cpu2), &cpu2) || setpriority(PRIO_PROCESS, 0, 19))
+			_exit(1);
+		for (;;) {
+			spin_for(0.020);
+			ws_sleep(0.380);
+		}
+	}
+	ws_sleep(1.0);
+	sleeper = fork();
+	ASSERT_LE(0, sleeper);
+	if (!sleeper) {
+		double worst = 0, sum = 0;
+
+		if (sched_setaffinity(0, sizeof(cpu1), &cpu1))
+			_exit(1);
+		for (i = 0; i < SLEEPER_ROUNDS; i++) {
+			double target = ws_now() + 0.030, l;
+			struct timespec ts = { (time_t)target, (long)((target - (time_t)target) * 1e9) };
+
+			while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+				;
+			l = ws_now() - target;
+			sum += l;
+			if (l > worst)
+				worst = l;
+		}
+		late[0] = worst;
+		late[1] = sum / SLEEPER_ROUNDS;
+		_exit(0);
+	}
+	ASSERT_EQ(sleeper, waitpid(sleeper, &st, 0));
+	kill(light, SIGKILL);
+	waitpid(light, NULL, 0);
+	ws_hogs_stop(&self->hogs);
+	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	TH_LOG("sleeper on a CPU with 8 hogs: worst lateness %.1f ms, mean %.1f ms",
+	       late[0] * 1e3, late[1] * 1e3);
+	EXPECT_GT(0.150, late[0]);
+	EXPECT_EQ(0, stop_sched(&self->pid));
+}
+
+/*
+ * A light task owes CPU time only to tasks it competed with: a nice-19 hog
+ * alone on CPU 3 for 2 s (each of its ticks charged 100x in vtime, 200 s in
+ * all) must still run once a nice-0 hog joins it, at about its weight's
+ * share (1%; 1.6% with the scheduler's bound on such debt), not be starved
+ * until the newcomer has caught up 200 s.
+ */
+TEST_F_TIMEOUT(sched, light_task_carries_no_debt_from_running_alone, 60)
+{
+	unsigned long long a[WS_MAX_HOGS], b[WS_MAX_HOGS];
+	cpu_set_t cpu3;
+	double share;
+
+	CPU_ZERO(&cpu3);
+	CPU_SET(3, &cpu3);
+	ASSERT_EQ(0, ws_hog_start(&self->hogs, 19, &cpu3));
+	ws_sleep(2.0);
+	ASSERT_EQ(1, ws_hog_start(&self->hogs, 0, &cpu3));
+	ws_sleep(0.5);
+	ws_hogs_snapshot(&self->hogs, a);
+	ws_sleep(3.0);
+	ws_hogs_snapshot(&self->hogs, b);
+	share = (double)(b[0] - a[0]) / (double)(b[0] - a[0] + b[1] - a[1] + 1);
+	TH_LOG("nice 19 after running alone: %.1f ms of CPU in 3 s beside a nice-0 hog (%.1f%%)",
+	       (b[0] - a[0]) / 1e6, share * 100);
+	EXPECT_LT(1000000ULL, b[0] - a[0]) TH_LOG("the nice-19 hog was starved");
+	EXPECT_GT(0.10, share);
+	ws_hogs_stop(&self->hogs);
+	EXPECT_EQ(0, stop_sched(&self->pid));
+}
+
 #define SYNC_TRIALS	40
 
 /*
