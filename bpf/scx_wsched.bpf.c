@@ -371,9 +371,9 @@ static __always_inline u64 vtime_floor(u64 vt)
  * would otherwise carry that debt into the next contention and wait there
  * until every task queued with it caught up (khugepaged was 13 s of vtime
  * ahead under stress-ng before this bound, so seconds of waiting, possibly
- * while preempted inside an RCU read-side section). At this bound a nice-19 task competing with nice
- * 0 ones gets about 1.6% of the CPU (one 4 ms tick per 240 ms of theirs)
- * instead of its weight's 1%.
+ * while preempted inside an RCU read-side section). At this bound a nice-19
+ * or SCHED_IDLE task beside a nice-0 one gets about 3.5% of the CPU (a run
+ * of about two ticks per 240 ms of the other's) instead of 1.5% or 0.3%.
  */
 static __always_inline u64 vtime_clamp(u64 vt)
 {
