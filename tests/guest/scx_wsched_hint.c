@@ -737,9 +737,10 @@ static void *garbage_writer(void *arg)
 }
 
 /*
- * Hostile hints (issue 5): a registered process whose two threads write
- * random bytes into every slot of its array for WSCHED_HOSTILE_SECONDS
- * (10 s in `make check`; `make stress-guest` runs it for 60 s) under the
+ * Hostile hints (issue 5): a registered process whose two threads (or
+ * WSCHED_HOSTILE_WRITERS) write random bytes into every slot of its array
+ * for WSCHED_HOSTILE_SECONDS (10 s in `make check`; `make stress-guest`
+ * runs it for 60 s) under the
  * stall test's stress load (stress-ng --cpu N --fork N --affinity N): the
  * scheduler stays enabled (a runnable task starved for 30 s would have
  * made the kernel eject it), the loader keeps running, stress-ng
@@ -748,7 +749,8 @@ static void *garbage_writer(void *arg)
 TEST_F_TIMEOUT(hint, random_bytes_in_every_slot_under_stress_change_nothing_fatal, 600)
 {
 	const char *env = getenv("WSCHED_HOSTILE_SECONDS");
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN), secs = 10;
+	const char *wenv = getenv("WSCHED_HOSTILE_WRITERS");
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN), secs = 10, writers = 2;
 	struct wsched_stats s0, s1;
 	char cmd[256];
 	pid_t kid, stress;
@@ -759,6 +761,10 @@ TEST_F_TIMEOUT(hint, random_bytes_in_every_slot_under_stress_change_nothing_fata
 		SKIP(return, "WSCHED_HOSTILE_SECONDS=%s is not 1..3600", env);
 	if (env)
 		secs = atol(env);
+	if (wenv && (atol(wenv) <= 0 || atol(wenv) > 16))
+		SKIP(return, "WSCHED_HOSTILE_WRITERS=%s is not 1..16", wenv);
+	if (wenv)
+		writers = atol(wenv);
 	if (system("command -v stress-ng >/dev/null"))
 		SKIP(return, "stress-ng not installed");
 	kid = fork();
@@ -766,9 +772,13 @@ TEST_F_TIMEOUT(hint, random_bytes_in_every_slot_under_stress_change_nothing_fata
 	if (!kid) {
 		struct ws_hint_slot *slots = raw_register();
 		pthread_t t;
+		long w;
 
-		if (!slots || pthread_create(&t, NULL, garbage_writer, slots))
+		if (!slots)
 			_exit(2);
+		for (w = 1; w < writers; w++)
+			if (pthread_create(&t, NULL, garbage_writer, slots))
+				_exit(2);
 		garbage_writer(slots);
 	}
 	snprintf(cmd, sizeof(cmd), "stress-ng --cpu %ld --fork %ld --affinity %ld --timeout %lds --quiet",
