@@ -28,6 +28,19 @@
  *   preemption point.
  * The slice is only checked at ticks, so a grace lasts until the first tick
  * after it is used up: grace_ns rounded up to the tick (4 ms at HZ=250).
+ *
+ * Observe mode (hint_observe, the loader's --hints-observe): processes
+ * register and their slots are read exactly as with hints on, but only to
+ * count (nr_cs_preempted, nr_hint_malformed), so the lock-holder
+ * preemptions of a hints-off run can be counted by the same code as those
+ * of a hints-on run. Every decision a slot could change is gated on it:
+ * the grace (wsched_hint_tick), the thief's short slice and worker
+ * preference with its choice of a thief outside any section to preempt
+ * (hint_state(), their only source of a state), thief demotion
+ * (wsched_hint_stopping's return) and the hint-slot sched_yield() paths,
+ * yield_to_tid and yield-to-all (hint_slot_acting() in ops.yield). A
+ * directed yield through wsched.ko (ops.yield with a target) reads no slot
+ * and is not affected.
  */
 #ifndef __SCX_WSCHED_HINT_BPF_H
 #define __SCX_WSCHED_HINT_BPF_H
@@ -35,6 +48,9 @@
 #include <wsched/hint.h>
 
 const volatile u64 grace_ns = WSCHED_GRACE_US_DFL * 1000ULL;	/* 0: no grace */
+/* Read slots only to count (see the top). rodata: the verifier drops every
+ * gated path. */
+const volatile bool hint_observe;
 
 /*
  * BTF carries no local variable types, and clang emits the value type of an
@@ -121,6 +137,14 @@ static __always_inline struct ws_hint_slot *hint_slot(struct task_struct *p, str
 	return slot_of_tid(slots, p->pid, hc);
 }
 
+/* The slot of @p where a scheduling decision would use it: none when only
+ * observing. */
+static __always_inline struct ws_hint_slot *hint_slot_acting(struct task_struct *p,
+							     struct hint_ctx *hc)
+{
+	return hint_observe ? NULL : hint_slot(p, hc);
+}
+
 static __always_inline void wsched_hint_tick(struct task_struct *p)
 {
 	struct ws_hint_slot *s, snap;
@@ -128,7 +152,7 @@ static __always_inline void wsched_hint_tick(struct task_struct *p)
 	u64 count, switches;
 	u32 depth;
 
-	if (p->scx.slice || !grace_ns)
+	if (p->scx.slice || !grace_ns || hint_observe)
 		return;
 	hc = bpf_task_storage_get(&hint_ctxs, p, 0, 0);
 	s = hint_slot(p, hc);
@@ -180,11 +204,11 @@ static __always_inline void wsched_hint_tick(struct task_struct *p)
 #define WS_THIEF_CHARGE	4
 
 /* @p's published state (one read of untrusted memory); WS_HINT_OTHER when
- * it has no slot. A value out of range is returned as is: callers compare
- * it with one state, never index with it. */
+ * it has no slot, or when only observing. A value out of range is returned
+ * as is: callers compare it with one state, never index with it. */
 static __always_inline u32 hint_state(struct task_struct *p)
 {
-	struct ws_hint_slot *s = hint_slot(p, bpf_task_storage_get(&hint_ctxs, p, 0, 0));
+	struct ws_hint_slot *s = hint_slot_acting(p, bpf_task_storage_get(&hint_ctxs, p, 0, 0));
 
 	return s ? *(volatile u32 *)&s->state : WS_HINT_OTHER;
 }
@@ -216,7 +240,7 @@ static __always_inline bool task_is_idle_thief(struct task_struct *p)
  * still runnable (preempted, its slice or grace used up, or yielding)
  * inside a marked critical section: the lock-holder preemptions that still
  * happened (nr_cs_preempted; the avoided ones are nr_grace_granted).
- * Returns whether @p is a thief (thief demotion).
+ * Returns whether @p is a thief to demote (never when only observing).
  */
 static __always_inline bool wsched_hint_stopping(struct task_struct *p, bool runnable)
 {
@@ -228,7 +252,7 @@ static __always_inline bool wsched_hint_stopping(struct task_struct *p, bool run
 	depth = *(volatile u32 *)&s->cs_depth;
 	if (runnable && depth && depth <= WS_HINT_MAX_DEPTH)
 		STAT_INC(nr_cs_preempted);
-	return *(volatile u32 *)&s->state == WS_HINT_THIEF;
+	return !hint_observe && *(volatile u32 *)&s->state == WS_HINT_THIEF;
 }
 
 #endif /* __SCX_WSCHED_HINT_BPF_H */
