@@ -886,10 +886,14 @@ bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *
 			yield_behind_head(from);
 		}
 		scx_bpf_task_set_slice(from, 0);
+		wsched_hint_yield(from);
 		return false;
 	}
 	STAT_INC(nr_yield_to);
-	return yield_towards(from, to, false);
+	if (!yield_towards(from, to, false))
+		return false;
+	wsched_hint_yield(from);
+	return true;
 }
 
 /* A waking task keeps at most one base slice of credit. */

@@ -82,6 +82,7 @@ struct hint_ctx {
 	u64 grace_cs_count;	/* cs_count when the grace was granted */
 	u64 grace_switches;	/* nvcsw + nivcsw then */
 	u32 overrun_counted;	/* nr_grace_overrun already counted for it */
+	u32 yielded;		/* gave its CPU up by a yield that its next stop follows */
 };
 
 struct {
@@ -152,9 +153,11 @@ static __always_inline void wsched_hint_tick(struct task_struct *p)
 	u64 count, switches;
 	u32 depth;
 
+	hc = bpf_task_storage_get(&hint_ctxs, p, 0, 0);
+	if (hc)
+		hc->yielded = 0;	/* still running: that yield kept the CPU */
 	if (p->scx.slice || !grace_ns || hint_observe)
 		return;
-	hc = bpf_task_storage_get(&hint_ctxs, p, 0, 0);
 	s = hint_slot(p, hc);
 	if (!s)
 		return;
@@ -236,22 +239,53 @@ static __always_inline bool task_is_idle_thief(struct task_struct *p)
 }
 
 /*
+ * ops.yield, when @p gives its CPU up (sched_yield(), or a yield_to() that
+ * was carried out): if @p is registered, its next ops.stopping is that
+ * yield's, unless a tick finds it still running first (nothing else could
+ * run: the yield kept the CPU). Lets nr_cs_yielded tell a section holder's
+ * (or a ticket lock's queued waiter's) own yield from a preemption. A tick
+ * between the yield and the switch (a few instructions with interrupts on)
+ * makes one yield count as a preemption; accepted.
+ */
+static __always_inline void wsched_hint_yield(struct task_struct *p)
+{
+	struct hint_ctx *hc = bpf_task_storage_get(&hint_ctxs, p, 0, 0);
+
+	if (!hint_slot(p, hc))
+		return;
+	if (!hc)
+		hc = bpf_task_storage_get(&hint_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (hc)
+		hc->yielded = 1;
+}
+
+/*
  * ops.stopping: one read of @p's slot. Counts a task descheduled while
  * still runnable (preempted, its slice or grace used up, or yielding)
  * inside a marked critical section: the lock-holder preemptions that still
- * happened (nr_cs_preempted; the avoided ones are nr_grace_granted).
+ * happened (nr_cs_preempted; the avoided ones are nr_grace_granted), of
+ * which nr_cs_yielded were its own yields (wsched_hint_yield()).
  * Returns whether @p is a thief to demote (never when only observing).
  */
 static __always_inline bool wsched_hint_stopping(struct task_struct *p, bool runnable)
 {
-	struct ws_hint_slot *s = hint_slot(p, bpf_task_storage_get(&hint_ctxs, p, 0, 0));
+	struct hint_ctx *hc = bpf_task_storage_get(&hint_ctxs, p, 0, 0);
+	struct ws_hint_slot *s = hint_slot(p, hc);
+	bool yielded = false;
 	u32 depth;
 
+	if (hc && hc->yielded) {
+		hc->yielded = 0;
+		yielded = true;
+	}
 	if (!s)
 		return false;
 	depth = *(volatile u32 *)&s->cs_depth;
-	if (runnable && depth && depth <= WS_HINT_MAX_DEPTH)
+	if (runnable && depth && depth <= WS_HINT_MAX_DEPTH) {
 		STAT_INC(nr_cs_preempted);
+		if (yielded)
+			STAT_INC(nr_cs_yielded);
+	}
 	return !hint_observe && *(volatile u32 *)&s->state == WS_HINT_THIEF;
 }
 

@@ -1323,8 +1323,48 @@ TEST_F_TIMEOUT(observe, section_holder_gets_no_grace_but_is_counted, 60)
 	EXPECT_EQ(0, r.s1.nr_grace_overrun);
 	EXPECT_LT(0, r.s1.nr_cs_preempted - r.s0.nr_cs_preempted)
 		TH_LOG("preemptions inside the section were not counted");
+	EXPECT_EQ(0, r.s1.nr_cs_yielded - r.s0.nr_cs_yielded) TH_LOG("it never yields");
 	EXPECT_LT(0.3, r.hog_share);
 	EXPECT_LT(0.3, r.cs_share);
+}
+
+/*
+ * A registered thread that yields inside a critical section, beside a
+ * spinner on its CPU: each such yield is counted in nr_cs_preempted and,
+ * as its own, in nr_cs_yielded, so the difference stays the involuntary
+ * ones (a few at most here: the spinner's slices end at ticks while the
+ * yielder waits, not while it runs).
+ */
+TEST_F_TIMEOUT(observe, yields_inside_a_section_are_told_apart, 60)
+{
+	struct yall y = { 0, 0, 0 };
+	struct wsched_stats s0, s1;
+	unsigned long long preempted, yielded;
+	pthread_t sp;
+	int ran;
+
+	pin(1);
+	ASSERT_EQ(0, pthread_create(&sp, NULL, yall_spinner, &y));
+	while (!y.ready)
+		sched_yield();
+	ASSERT_EQ(0, ws_thread_register());
+	ASSERT_EQ(0, read_stats(&s0));
+	ws_critical_enter();
+	ran = yields_that_let_it_run(&y, 200);
+	ws_critical_exit();
+	ASSERT_EQ(0, read_stats(&s1));
+	ws_thread_unregister();
+	y.stop = 1;
+	pthread_join(sp, NULL);
+	preempted = s1.nr_cs_preempted - s0.nr_cs_preempted;
+	yielded = s1.nr_cs_yielded - s0.nr_cs_yielded;
+	TH_LOG("spinner ran during %d of 200 in-section yields; nr_cs_preempted +%llu, "
+	       "nr_cs_yielded +%llu", ran, preempted, yielded);
+	EXPECT_GE(ran, 180);
+	EXPECT_GE(yielded, 180);
+	EXPECT_LE(yielded, 200);
+	EXPECT_LE(yielded, preempted);
+	EXPECT_LE(preempted - yielded, 20) TH_LOG("yields counted as preemptions");
 }
 
 /*
