@@ -31,7 +31,7 @@
  *
  * Observe mode (hint_observe, the loader's --hints-observe): processes
  * register and their slots are read exactly as with hints on, but only to
- * count (nr_cs_preempted, nr_hint_malformed), so the lock-holder
+ * count (nr_cs_preempted, nr_cs_yielded, nr_hint_malformed), so the lock-holder
  * preemptions of a hints-off run can be counted by the same code as those
  * of a hints-on run. Every decision a slot could change is gated on it:
  * the grace (wsched_hint_tick), the thief's short slice and worker
