@@ -830,7 +830,7 @@ static __always_inline bool yield_towards(struct task_struct *from, struct task_
  */
 static __always_inline struct task_struct *hint_yield_target(struct task_struct *from)
 {
-	struct ws_hint_slot *s = hint_slot(from, bpf_task_storage_get(&hint_ctxs, from, 0, 0));
+	struct ws_hint_slot *s = hint_slot_acting(from, bpf_task_storage_get(&hint_ctxs, from, 0, 0));
 	struct task_struct *t;
 	u32 tid;
 
@@ -904,16 +904,20 @@ bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *
 			if (yield_towards(from, t, true))
 				STAT_INC(nr_yield_hint_handoff);
 			bpf_task_release(t);
-		} else if (hint_slot(from, NULL)) {
+		} else if (hint_slot_acting(from, NULL)) {
 			yield_behind_all(from);
 		} else {
 			yield_behind_head(from);
 		}
 		scx_bpf_task_set_slice(from, 0);
+		wsched_hint_yield(from);
 		return false;
 	}
 	STAT_INC(nr_yield_to);
-	return yield_towards(from, to, false);
+	if (!yield_towards(from, to, false))
+		return false;
+	wsched_hint_yield(from);
+	return true;
 }
 
 /*

@@ -53,14 +53,15 @@ static const char *const stat_names[] = {
 	"nr_grace_granted", "nr_grace_overrun", "nr_hint_malformed",
 	"nr_cs_preempted",
 	"nr_worker_idle_kicks", "nr_thief_preempted", "nr_thief_preempt_stale",
-	"nr_wake_sync_local", "nr_yield_head",
+	"nr_wake_sync_local", "nr_yield_head", "nr_cs_yielded",
 };
 _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == WSCHED_NR_STATS,
 	       "stat_names[] out of sync with struct wsched_stats");
 
 static const char usage_fmt[] =
-"Usage: %s [--slice-us N] [--grace-us N] [--group NAME] [--hint-socket PATH] [--no-hints]\n"
-"       [--stats SECONDS] [--json] [--verbose] [--version] [--help]\n"
+"Usage: %s [--slice-us N] [--grace-us N] [--group NAME] [--hint-socket PATH]\n"
+"       [--no-hints | --hints-observe] [--stats SECONDS] [--json] [--verbose]\n"
+"       [--version] [--help]\n"
 "\n"
 "Load scx_wsched, a sched_ext scheduler with per-CPU dispatch deques and\n"
 "idle-CPU work stealing; run until SIGINT/SIGTERM, then detach. The design\n"
@@ -74,6 +75,10 @@ static const char usage_fmt[] =
 "                     0660 root:NAME); default: root only (0600)\n"
 "  --hint-socket PATH where processes register for hints (default %s)\n"
 "  --no-hints         serve no hint socket\n"
+"  --hints-observe    serve the hint socket, but read the slots only to count\n"
+"                     (cs_preempted, cs_yielded) and act on no hint: no grace,\n"
+"                     thief demotion, worker preference or hint-slot yield\n"
+"                     (the hints-off baseline of the same counts)\n"
 "  --stats SECONDS    print the counters every SECONDS (1..3600), and once more\n"
 "                     on exit; totals since load; hint_procs: processes\n"
 "                     registered for hints now\n"
@@ -281,6 +286,7 @@ int main(int argc, char **argv)
 		{ "group",	required_argument,	NULL, 'G' },
 		{ "hint-socket", required_argument,	NULL, 'P' },
 		{ "no-hints",	no_argument,		NULL, 'n' },
+		{ "hints-observe", no_argument,		NULL, 'O' },
 		{ "stats",	required_argument,	NULL, 'S' },
 		{ "json",	no_argument,		NULL, 'j' },
 		{ "verbose",	no_argument,		NULL, 'v' },
@@ -291,7 +297,7 @@ int main(int argc, char **argv)
 	unsigned long slice_us = WSCHED_SLICE_US_DFL, stats_s = 0, grace_us = WSCHED_GRACE_US_DFL;
 	const char *hint_path = WS_HINT_SOCK_PATH;
 	long hint_gid = -1;
-	bool hints = true;
+	bool hints = true, observe = false;
 	char why[512];
 	const char *scx_sysfs = getenv("WSCHED_SCX_SYSFS") ?: "/sys/kernel/sched_ext";
 	char path[512], buf[256];
@@ -300,7 +306,7 @@ int main(int argc, char **argv)
 	int opt, nr_cpus, nr_llcs, status = EX_OK;
 
 	prog = argv[0] && strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : "scx_wsched";
-	while ((opt = getopt_long(argc, argv, "s:g:G:P:nS:jvVh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:g:G:P:nOS:jvVh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			slice_us = parse_ulong("--slice-us", optarg, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX);
@@ -321,6 +327,9 @@ int main(int argc, char **argv)
 			break;
 		case 'n':
 			hints = false;
+			break;
+		case 'O':
+			observe = true;
 			break;
 		case 'S':
 			stats_s = parse_ulong("--stats", optarg, 1, 3600);
@@ -345,6 +354,8 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		die_usage("unexpected argument '%s'", argv[optind]);
+	if (observe && !hints)
+		die_usage("--hints-observe excludes %s: it needs the hint socket", "--no-hints");
 
 	if (geteuid() != 0) {
 		fprintf(stderr, "%s: must run as root to load a sched_ext scheduler\n", prog);
@@ -403,6 +414,7 @@ int main(int argc, char **argv)
 		/* No SCX_ENUM_INIT(): the BPF side relocates its enums (CO-RE). */
 		skel->rodata->slice_ns = slice_us * 1000ULL;
 		skel->rodata->grace_ns = grace_us * 1000ULL;
+		skel->rodata->hint_observe = observe;
 		skel->rodata->nr_cpus = nr_cpus;
 		nr_llcs = setup_topology(skel, nr_cpus);
 		UEI_SET_SIZE(skel, wsched_ops, uei);
@@ -432,8 +444,9 @@ int main(int argc, char **argv)
 			return EX_LOAD;
 		}
 		if (verbose)
-			fprintf(stderr, "%s: attached: %d CPUs, %d LLCs, slice %lu us\n",
-				prog, nr_cpus, nr_llcs, slice_us);
+			fprintf(stderr, "%s: attached: %d CPUs, %d LLCs, slice %lu us, hints %s\n",
+				prog, nr_cpus, nr_llcs, slice_us,
+				!hints ? "off" : observe ? "observed only" : "on");
 
 		t0 = now_s();
 		next = t0 + stats_s;

@@ -60,6 +60,7 @@ struct wsched_stats {
 	__u64 nr_thief_preempt_stale;	/* ... but it had stopped or entered a section by then */
 	__u64 nr_wake_sync_local;	/* a sync wakee queued on its waker's CPU (its deque, stealable) */
 	__u64 nr_yield_head;		/* sched_yield() of an unregistered task: the deque's head runs next */
+	__u64 nr_cs_yielded;		/* of nr_cs_preempted: it gave the CPU up itself (sched_yield, yield_to) */
 };
 
 #define WSCHED_NR_STATS (sizeof(struct wsched_stats) / sizeof(__u64))

@@ -28,6 +28,19 @@
  *   preemption point.
  * The slice is only checked at ticks, so a grace lasts until the first tick
  * after it is used up: grace_ns rounded up to the tick (4 ms at HZ=250).
+ *
+ * Observe mode (hint_observe, the loader's --hints-observe): processes
+ * register and their slots are read exactly as with hints on, but only to
+ * count (nr_cs_preempted, nr_cs_yielded, nr_hint_malformed), so the lock-holder
+ * preemptions of a hints-off run can be counted by the same code as those
+ * of a hints-on run. Every decision a slot could change is gated on it:
+ * the grace (wsched_hint_tick), the thief's short slice and worker
+ * preference with its choice of a thief outside any section to preempt
+ * (hint_state(), their only source of a state), thief demotion
+ * (wsched_hint_stopping's return) and the hint-slot sched_yield() paths,
+ * yield_to_tid and yield-to-all (hint_slot_acting() in ops.yield). A
+ * directed yield through wsched.ko (ops.yield with a target) reads no slot
+ * and is not affected.
  */
 #ifndef __SCX_WSCHED_HINT_BPF_H
 #define __SCX_WSCHED_HINT_BPF_H
@@ -35,6 +48,9 @@
 #include <wsched/hint.h>
 
 const volatile u64 grace_ns = WSCHED_GRACE_US_DFL * 1000ULL;	/* 0: no grace */
+/* Read slots only to count (see the top). rodata: the verifier drops every
+ * gated path. */
+const volatile bool hint_observe;
 
 /*
  * BTF carries no local variable types, and clang emits the value type of an
@@ -66,6 +82,7 @@ struct hint_ctx {
 	u64 grace_cs_count;	/* cs_count when the grace was granted */
 	u64 grace_switches;	/* nvcsw + nivcsw then */
 	u32 overrun_counted;	/* nr_grace_overrun already counted for it */
+	u32 yielded;		/* gave its CPU up by a yield that its next stop follows */
 };
 
 struct {
@@ -121,6 +138,14 @@ static __always_inline struct ws_hint_slot *hint_slot(struct task_struct *p, str
 	return slot_of_tid(slots, p->pid, hc);
 }
 
+/* The slot of @p where a scheduling decision would use it: none when only
+ * observing. */
+static __always_inline struct ws_hint_slot *hint_slot_acting(struct task_struct *p,
+							     struct hint_ctx *hc)
+{
+	return hint_observe ? NULL : hint_slot(p, hc);
+}
+
 static __always_inline void wsched_hint_tick(struct task_struct *p)
 {
 	struct ws_hint_slot *s, snap;
@@ -128,9 +153,11 @@ static __always_inline void wsched_hint_tick(struct task_struct *p)
 	u64 count, switches;
 	u32 depth;
 
-	if (p->scx.slice || !grace_ns)
-		return;
 	hc = bpf_task_storage_get(&hint_ctxs, p, 0, 0);
+	if (hc)
+		hc->yielded = 0;	/* still running: that yield kept the CPU */
+	if (p->scx.slice || !grace_ns || hint_observe)
+		return;
 	s = hint_slot(p, hc);
 	if (!s)
 		return;
@@ -180,11 +207,11 @@ static __always_inline void wsched_hint_tick(struct task_struct *p)
 #define WS_THIEF_CHARGE	4
 
 /* @p's published state (one read of untrusted memory); WS_HINT_OTHER when
- * it has no slot. A value out of range is returned as is: callers compare
- * it with one state, never index with it. */
+ * it has no slot, or when only observing. A value out of range is returned
+ * as is: callers compare it with one state, never index with it. */
 static __always_inline u32 hint_state(struct task_struct *p)
 {
-	struct ws_hint_slot *s = hint_slot(p, bpf_task_storage_get(&hint_ctxs, p, 0, 0));
+	struct ws_hint_slot *s = hint_slot_acting(p, bpf_task_storage_get(&hint_ctxs, p, 0, 0));
 
 	return s ? *(volatile u32 *)&s->state : WS_HINT_OTHER;
 }
@@ -212,23 +239,54 @@ static __always_inline bool task_is_idle_thief(struct task_struct *p)
 }
 
 /*
+ * ops.yield, when @p gives its CPU up (sched_yield(), or a yield_to() that
+ * was carried out): if @p is registered, its next ops.stopping is that
+ * yield's, unless a tick finds it still running first (nothing else could
+ * run: the yield kept the CPU). Lets nr_cs_yielded tell a section holder's
+ * (or a ticket lock's queued waiter's) own yield from a preemption. A tick
+ * between the yield and the switch (a few instructions with interrupts on)
+ * makes one yield count as a preemption; accepted.
+ */
+static __always_inline void wsched_hint_yield(struct task_struct *p)
+{
+	struct hint_ctx *hc = bpf_task_storage_get(&hint_ctxs, p, 0, 0);
+
+	if (!hint_slot(p, hc))
+		return;
+	if (!hc)
+		hc = bpf_task_storage_get(&hint_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (hc)
+		hc->yielded = 1;
+}
+
+/*
  * ops.stopping: one read of @p's slot. Counts a task descheduled while
  * still runnable (preempted, its slice or grace used up, or yielding)
  * inside a marked critical section: the lock-holder preemptions that still
- * happened (nr_cs_preempted; the avoided ones are nr_grace_granted).
- * Returns whether @p is a thief (thief demotion).
+ * happened (nr_cs_preempted; the avoided ones are nr_grace_granted), of
+ * which nr_cs_yielded were its own yields (wsched_hint_yield()).
+ * Returns whether @p is a thief to demote (never when only observing).
  */
 static __always_inline bool wsched_hint_stopping(struct task_struct *p, bool runnable)
 {
-	struct ws_hint_slot *s = hint_slot(p, bpf_task_storage_get(&hint_ctxs, p, 0, 0));
+	struct hint_ctx *hc = bpf_task_storage_get(&hint_ctxs, p, 0, 0);
+	struct ws_hint_slot *s = hint_slot(p, hc);
+	bool yielded = false;
 	u32 depth;
 
+	if (hc && hc->yielded) {
+		hc->yielded = 0;
+		yielded = true;
+	}
 	if (!s)
 		return false;
 	depth = *(volatile u32 *)&s->cs_depth;
-	if (runnable && depth && depth <= WS_HINT_MAX_DEPTH)
+	if (runnable && depth && depth <= WS_HINT_MAX_DEPTH) {
 		STAT_INC(nr_cs_preempted);
-	return *(volatile u32 *)&s->state == WS_HINT_THIEF;
+		if (yielded)
+			STAT_INC(nr_cs_yielded);
+	}
+	return !hint_observe && *(volatile u32 *)&s->state == WS_HINT_THIEF;
 }
 
 #endif /* __SCX_WSCHED_HINT_BPF_H */

@@ -3,7 +3,9 @@
  * scx_wsched hints (issue 5, phase 1; Documentation/abi.md): registration
  * of many threads of several processes, removal of a killed process's
  * entry, the socket's permission model, isolation between processes, and
- * the critical-section grace (granted, and bounded).
+ * the critical-section grace (granted, and bounded), thief demotion,
+ * yield-to-all, worker preference, and observe mode (--hints-observe:
+ * none of these, but the in-section preemptions still counted).
  *
  * The test reads the scheduler's maps directly (libbpf, as root): the
  * outer map hint_procs (tgid -> slot array) and the per-CPU wsched_stats.
@@ -852,51 +854,82 @@ TEST_F_TIMEOUT(hint, grace_granted_to_short_critical_sections, 60)
 }
 
 /*
+ * A registered thread inside a critical section it never leaves, on
+ * HOG_CPU beside a hog, for 3 s (after 0.5 s to settle): the CPU share
+ * each got, and the counters before and after. The section began before
+ * the first read.
+ */
+struct cs_forever {
+	double hog_share, cs_share;
+	struct wsched_stats s0, s1;
+};
+
+static int cs_forever_run(struct cs_forever *r)
+{
+	struct spin_shared *sh = shared_mem(sizeof(*sh));
+	unsigned long long h0[1], h1[1], c0, c1;
+	struct ws_hogs hogs;
+	cpu_set_t one;
+	pid_t kid;
+	double secs = 3;
+	int ret = -1;
+
+	if (!sh || ws_hogs_init(&hogs))
+		return -1;
+	kid = start_spinner(sh, SPIN_CS_FOREVER);
+	if (kid <= 0)
+		return -1;
+	CPU_ZERO(&one);
+	CPU_SET(HOG_CPU, &one);
+	if (!wait_flag(&sh->ready, 1, 20) || ws_hog_start(&hogs, 0, &one) < 0)
+		goto out;
+	ws_sleep(0.5);
+	if (read_stats(&r->s0))
+		goto out;
+	ws_hogs_snapshot(&hogs, h0);
+	c0 = sh->cpu_ns;
+	ws_sleep(secs);
+	ws_hogs_snapshot(&hogs, h1);
+	c1 = sh->cpu_ns;
+	if (read_stats(&r->s1))
+		goto out;
+	r->hog_share = (h1[0] - h0[0]) / (secs * 1e9);
+	r->cs_share = (c1 - c0) / (secs * 1e9);
+	ret = 0;
+out:
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	ws_hogs_stop(&hogs);
+	munmap(sh, sizeof(*sh));
+	return ret;
+}
+
+#define CS_FOREVER_LOG(r)							\
+	TH_LOG("hog %.2f of the CPU, thread in its section %.2f; grace granted %llu "	\
+	       "(%llu since load), overrun %llu, in-section preemptions %llu",	\
+	       (r).hog_share, (r).cs_share,					\
+	       (unsigned long long)((r).s1.nr_grace_granted - (r).s0.nr_grace_granted),	\
+	       (unsigned long long)(r).s1.nr_grace_granted,			\
+	       (unsigned long long)((r).s1.nr_grace_overrun - (r).s0.nr_grace_overrun),	\
+	       (unsigned long long)((r).s1.nr_cs_preempted - (r).s0.nr_cs_preempted))
+
+/*
  * A thread that never leaves its critical section gets its grace and is
  * preempted all the same: a hog on the same CPU keeps getting a fair part
  * of it, and the overrun is counted.
  */
 TEST_F_TIMEOUT(hint, grace_is_bounded_for_a_section_that_never_ends, 60)
 {
-	struct spin_shared *sh = shared_mem(sizeof(*sh));
-	struct wsched_stats s0, s1;
-	unsigned long long h0[1], h1[1], c0, c1;
-	struct ws_hogs hogs;
-	cpu_set_t one;
-	pid_t kid;
-	double secs = 3, hog_share, cs_share;
+	struct cs_forever r;
 
-	ASSERT_NE(NULL, sh);
-	ASSERT_EQ(0, ws_hogs_init(&hogs));
-	kid = start_spinner(sh, SPIN_CS_FOREVER);
-	ASSERT_LT(0, kid);
-	ASSERT_TRUE(wait_flag(&sh->ready, 1, 20));
-	CPU_ZERO(&one);
-	CPU_SET(HOG_CPU, &one);
-	ASSERT_LE(0, ws_hog_start(&hogs, 0, &one));
-	ws_sleep(0.5);
-	ASSERT_EQ(0, read_stats(&s0));
-	ws_hogs_snapshot(&hogs, h0);
-	c0 = sh->cpu_ns;
-	ws_sleep(secs);
-	ws_hogs_snapshot(&hogs, h1);
-	c1 = sh->cpu_ns;
-	ASSERT_EQ(0, read_stats(&s1));
-	kill(kid, SIGKILL);
-	waitpid(kid, NULL, 0);
-	ws_hogs_stop(&hogs);
-	hog_share = (h1[0] - h0[0]) / (secs * 1e9);
-	cs_share = (c1 - c0) / (secs * 1e9);
-	TH_LOG("hog %.2f of the CPU, thread in its section %.2f; grace granted %llu, overrun %llu",
-	       hog_share, cs_share,
-	       (unsigned long long)(s1.nr_grace_granted - s0.nr_grace_granted),
-	       (unsigned long long)(s1.nr_grace_overrun - s0.nr_grace_overrun));
-	EXPECT_LT(0.3, hog_share) TH_LOG("the thread in its section starved the hog");
-	EXPECT_LT(0.3, cs_share);
+	ASSERT_EQ(0, cs_forever_run(&r));
+	CS_FOREVER_LOG(r);
+	EXPECT_LT(0.3, r.hog_share) TH_LOG("the thread in its section starved the hog");
+	EXPECT_LT(0.3, r.cs_share);
 	/* The section began before s0: its one grace may predate the window,
 	 * so the totals since load are checked. */
-	EXPECT_LE(1, s1.nr_grace_granted);
-	EXPECT_LE(1, s1.nr_grace_overrun);
+	EXPECT_LE(1, r.s1.nr_grace_granted);
+	EXPECT_LE(1, r.s1.nr_grace_overrun);
 }
 
 /* ------------------------------------------------ yield-to-all */
@@ -1009,31 +1042,45 @@ static void *demo_spinner(void *arg)
  * one THIEF: the thief is charged 4x its run time, so the worker gets most
  * of the CPU (about 4:1; asserted at least 2.5:1), and the demotions count.
  */
-TEST_F_TIMEOUT(hint, thieves_run_after_workers, 60)
+/* A WORKER and a THIEF spinner of this process share CPU 1 for 3 s: the
+ * ratio of their CPU times, and the thief demotions counted meanwhile. */
+static int demo_run(struct __test_metadata *_metadata, double *ratio,
+		    unsigned long long *demotions)
 {
 	struct demo d = { 0, 0, { 0, 0 } };
 	struct demo_arg a[2] = { { &d, 0, WS_HINT_WORKER }, { &d, 1, WS_HINT_THIEF } };
 	struct wsched_stats s0, s1;
 	pthread_t t[2];
-	double ratio;
-	int i;
+	int i, ok;
 
-	ASSERT_EQ(0, read_stats(&s0));
+	if (read_stats(&s0))
+		return -1;
 	for (i = 0; i < 2; i++)
-		ASSERT_EQ(0, pthread_create(&t[i], NULL, demo_spinner, &a[i]));
-	ASSERT_TRUE(wait_flag(&d.ready, 2, 10));
-	ws_sleep(3.0);
+		if (pthread_create(&t[i], NULL, demo_spinner, &a[i]))
+			return -1;
+	ok = wait_flag(&d.ready, 2, 10);
+	if (ok)
+		ws_sleep(3.0);
 	d.stop = 1;
 	for (i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
-	ASSERT_EQ(0, read_stats(&s1));
-	ASSERT_LT(0ULL, d.cpu_ns[1]);
-	ratio = (double)d.cpu_ns[0] / (double)d.cpu_ns[1];
+	if (!ok || read_stats(&s1) || !d.cpu_ns[1])
+		return -1;
+	*ratio = (double)d.cpu_ns[0] / (double)d.cpu_ns[1];
+	*demotions = s1.nr_thief_demotions - s0.nr_thief_demotions;
 	TH_LOG("worker %.0f ms, thief %.0f ms of CPU: %.2f:1; nr_thief_demotions +%llu",
-	       d.cpu_ns[0] / 1e6, d.cpu_ns[1] / 1e6, ratio,
-	       (unsigned long long)(s1.nr_thief_demotions - s0.nr_thief_demotions));
+	       d.cpu_ns[0] / 1e6, d.cpu_ns[1] / 1e6, *ratio, *demotions);
+	return 0;
+}
+
+TEST_F_TIMEOUT(hint, thieves_run_after_workers, 60)
+{
+	unsigned long long demotions;
+	double ratio;
+
+	ASSERT_EQ(0, demo_run(_metadata, &ratio, &demotions));
 	EXPECT_GT(ratio, 2.5);
-	EXPECT_GT(s1.nr_thief_demotions - s0.nr_thief_demotions, 0);
+	EXPECT_GT(demotions, 0);
 }
 
 /* ------------------------------------------------ a liar's CPU share */
@@ -1239,6 +1286,155 @@ TEST_F_TIMEOUT(hint, preempted_worker_displaces_own_thieves_only, 60)
 	EXPECT_EQ(0, foreign.nr_thief_preempted);
 	EXPECT_EQ(0, foreign.nr_thief_preempt_stale);
 	EXPECT_GT(own_share, 0.05) TH_LOG("the worker starved beside its own thieves");
+}
+
+/* ------------------------------------------------ observe mode */
+
+/*
+ * scx_wsched --hints-observe: processes register and their slots are read
+ * as with hints on, only to count (Documentation/abi.md). The scenarios of
+ * the hint tests above, each of which a hint changes with hints on: here
+ * none may, and the in-section preemptions are still counted.
+ */
+FIXTURE(observe) {
+	pid_t pid;
+};
+
+FIXTURE_SETUP(observe)
+{
+	const char *args[] = { "--hints-observe", "--grace-us", "1000", NULL };
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 3)
+		SKIP(return, "needs at least 3 online CPUs");
+	ASSERT_TRUE(ws_wait_state(false, 10)) TH_LOG("a sched_ext scheduler is loaded before the test");
+	self->pid = ws_start(args, OUT_FILE, ERR_FILE);
+	ASSERT_LT(0, self->pid) TH_LOG("scx_wsched --hints-observe did not become enabled");
+}
+
+FIXTURE_TEARDOWN(observe)
+{
+	if (self->pid > 0 && waitpid(self->pid, NULL, WNOHANG) == 0)
+		EXPECT_EQ(0, ws_stop(self->pid));
+	EXPECT_NE(0, access(WS_HINT_SOCK_PATH, F_OK)) TH_LOG("the loader left its socket behind");
+}
+
+/*
+ * The thread of grace_is_bounded_for_a_section_that_never_ends (a grace
+ * and an overrun with hints on) gets no grace at all, and its preemptions
+ * inside the section are counted: the hints-off lock-holder preemptions.
+ */
+TEST_F_TIMEOUT(observe, section_holder_gets_no_grace_but_is_counted, 60)
+{
+	struct cs_forever r;
+
+	ASSERT_EQ(0, cs_forever_run(&r));
+	CS_FOREVER_LOG(r);
+	EXPECT_EQ(0, r.s1.nr_grace_granted) TH_LOG("a grace while only observing");
+	EXPECT_EQ(0, r.s1.nr_grace_overrun);
+	EXPECT_LT(0, r.s1.nr_cs_preempted - r.s0.nr_cs_preempted)
+		TH_LOG("preemptions inside the section were not counted");
+	EXPECT_EQ(0, r.s1.nr_cs_yielded - r.s0.nr_cs_yielded) TH_LOG("it never yields");
+	EXPECT_LT(0.3, r.hog_share);
+	EXPECT_LT(0.3, r.cs_share);
+}
+
+/*
+ * A registered thread that yields inside a critical section, beside a
+ * spinner on its CPU: each such yield is counted in nr_cs_preempted and,
+ * as its own, in nr_cs_yielded, so the difference stays the involuntary
+ * ones (a few at most here: the spinner's slices end at ticks while the
+ * yielder waits, not while it runs).
+ */
+TEST_F_TIMEOUT(observe, yields_inside_a_section_are_told_apart, 60)
+{
+	struct yall y = { 0, 0, 0 };
+	struct wsched_stats s0, s1;
+	unsigned long long preempted, yielded;
+	pthread_t sp;
+	int ran;
+
+	pin(1);
+	ASSERT_EQ(0, pthread_create(&sp, NULL, yall_spinner, &y));
+	while (!y.ready)
+		sched_yield();
+	ASSERT_EQ(0, ws_thread_register());
+	ASSERT_EQ(0, read_stats(&s0));
+	ws_critical_enter();
+	ran = yields_that_let_it_run(&y, 200);
+	ws_critical_exit();
+	ASSERT_EQ(0, read_stats(&s1));
+	ws_thread_unregister();
+	y.stop = 1;
+	pthread_join(sp, NULL);
+	preempted = s1.nr_cs_preempted - s0.nr_cs_preempted;
+	yielded = s1.nr_cs_yielded - s0.nr_cs_yielded;
+	TH_LOG("spinner ran during %d of 200 in-section yields; nr_cs_preempted +%llu, "
+	       "nr_cs_yielded +%llu", ran, preempted, yielded);
+	EXPECT_GE(ran, 180);
+	EXPECT_GE(yielded, 180);
+	EXPECT_LE(yielded, 200);
+	EXPECT_LE(yielded, preempted);
+	EXPECT_LE(preempted - yielded, 20) TH_LOG("yields counted as preemptions");
+}
+
+/*
+ * A registered thread's sched_yield() is an unregistered task's: the head
+ * of its CPU's deque runs next (nr_yield_head), never yield-to-all.
+ */
+TEST_F_TIMEOUT(observe, registered_sched_yield_is_plain, 60)
+{
+	struct yall y = { 0, 0, 0 };
+	struct wsched_stats s0, s1;
+	pthread_t sp;
+	int ran;
+
+	pin(1);
+	ASSERT_EQ(0, pthread_create(&sp, NULL, yall_spinner, &y));
+	while (!y.ready)
+		sched_yield();
+	ASSERT_EQ(0, ws_thread_register()) TH_LOG("no registration while observing");
+	ASSERT_EQ(0, read_stats(&s0));
+	ran = yields_that_let_it_run(&y, 200);
+	ASSERT_EQ(0, read_stats(&s1));
+	ws_thread_unregister();
+	y.stop = 1;
+	pthread_join(sp, NULL);
+	TH_LOG("spinner ran during %d of 200 registered yields (nr_yield_head +%llu, "
+	       "nr_yield_all +%llu)", ran,
+	       (unsigned long long)(s1.nr_yield_head - s0.nr_yield_head),
+	       (unsigned long long)(s1.nr_yield_all - s0.nr_yield_all));
+	EXPECT_EQ(0, s1.nr_yield_all - s0.nr_yield_all);
+	EXPECT_GE(s1.nr_yield_head - s0.nr_yield_head, 180);
+	EXPECT_GE(ran, 180);
+}
+
+/*
+ * The THIEF state costs nothing and WORKER gains nothing: the spinners of
+ * thieves_run_after_workers (2.5:1 at least with hints on) share CPU 1
+ * about evenly, undemoted, and the worker of
+ * preempted_worker_displaces_own_thieves_only displaces none of its
+ * process's thieves and wakes no idle CPU for itself.
+ */
+TEST_F_TIMEOUT(observe, thieves_not_demoted_and_workers_not_preferred, 60)
+{
+	unsigned long long demotions;
+	struct wsched_stats own;
+	double ratio, share;
+
+	ASSERT_EQ(0, demo_run(_metadata, &ratio, &demotions));
+	EXPECT_EQ(0, demotions);
+	EXPECT_LT(ratio, 2.0) TH_LOG("the thief was held back while only observing");
+	EXPECT_GT(ratio, 0.5);
+	ASSERT_EQ(0, pref_run(_metadata, true, &share, &own));
+	TH_LOG("worker's CPU share beside its own thieves %.2f (thief preemptions +%llu, "
+	       "stale +%llu, worker idle kicks +%llu)", share,
+	       (unsigned long long)own.nr_thief_preempted,
+	       (unsigned long long)own.nr_thief_preempt_stale,
+	       (unsigned long long)own.nr_worker_idle_kicks);
+	EXPECT_EQ(0, own.nr_thief_preempted);
+	EXPECT_EQ(0, own.nr_thief_preempt_stale);
+	EXPECT_EQ(0, own.nr_worker_idle_kicks);
+	EXPECT_EQ(0, own.nr_thief_demotions);
 }
 
 TEST_HARNESS_MAIN

@@ -101,6 +101,7 @@ TEST_F(load, version_and_help)
 	ASSERT_EQ(0, ws_wait_exit(pid, 10));
 	EXPECT_TRUE(ws_file_contains(ERR_FILE, "--slice-us N"));
 	EXPECT_TRUE(ws_file_contains(ERR_FILE, "--stats SECONDS"));
+	EXPECT_TRUE(ws_file_contains(ERR_FILE, "--hints-observe"));
 }
 
 /* --stats with --json prints one JSON object per line, with the counters. */
@@ -137,6 +138,34 @@ TEST_F(load, bad_args_fail)
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		EXPECT_EQ(2, ws_run(cases[i], ERR_FILE)) TH_LOG("case %u: %s %s", i, cases[i][0],
 								cases[i][1] ?: "");
+		EXPECT_TRUE(ws_wait_state(false, 1));
+	}
+}
+
+/*
+ * --hints-observe serves the hint socket that --no-hints turns off: both
+ * together, in either order, are refused with status 2 and one line.
+ */
+TEST_F(load, hints_observe_with_no_hints_fail)
+{
+	const char *cases[][3] = {
+		{ "--hints-observe", "--no-hints", NULL },
+		{ "--no-hints", "--hints-observe", NULL },
+	};
+	unsigned int i;
+	char line[512];
+	FILE *f;
+	int lines;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		EXPECT_EQ(2, ws_run(cases[i], ERR_FILE)) TH_LOG("case %s %s", cases[i][0], cases[i][1]);
+		EXPECT_TRUE(ws_file_contains(ERR_FILE, "--hints-observe excludes --no-hints"));
+		f = fopen(ERR_FILE, "r");
+		ASSERT_NE(NULL, f);
+		for (lines = 0; fgets(line, sizeof(line), f); lines++)
+			;
+		fclose(f);
+		EXPECT_EQ(1, lines) TH_LOG("case %s %s: %d lines on stderr", cases[i][0], cases[i][1], lines);
 		EXPECT_TRUE(ws_wait_state(false, 1));
 	}
 }
