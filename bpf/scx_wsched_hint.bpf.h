@@ -29,6 +29,22 @@
  * The slice is only checked at ticks, so a grace lasts until the first tick
  * after it is used up: grace_ns rounded up to the tick (4 ms at HZ=250).
  *
+ * Ending the grace with the section (what Linux's proposed rseq time slice
+ * extension does): granting a grace sets grace_pending in the task's own
+ * slot. The library, leaving the outermost section, sees it, clears it and
+ * calls sched_yield(): the CPU goes back outside the section, instead of
+ * wherever the grace happens to run out (before, that was about as often
+ * inside a section as the task is in sections at all). That yield is
+ * ops.yield's: a registered thread goes behind every task waiting on the
+ * CPU (yield_behind_all), so the tasks the grace held up run first. It
+ * ends the grace (hc->grace_pending) and, outside any section, counts as
+ * nr_grace_yielded; ops.stopping clears the flag of a grace that ended any
+ * other way. Only hc->grace_pending, in task storage, says a grace is
+ * pending: a process that writes the slot's flag, or never clears it, only
+ * makes its own library yield, and graces stay bounded as above. The
+ * scheduler writes no slot but that of the task it is ticking, yielding or
+ * stopping, found through the kernel's tgid and pid like every read.
+ *
  * Observe mode (hint_observe, the loader's --hints-observe): processes
  * register and their slots are read exactly as with hints on, but only to
  * count (nr_cs_preempted, nr_cs_yielded, nr_hint_malformed), so the lock-holder
@@ -83,6 +99,7 @@ struct hint_ctx {
 	u64 grace_switches;	/* nvcsw + nivcsw then */
 	u32 overrun_counted;	/* nr_grace_overrun already counted for it */
 	u32 yielded;		/* gave its CPU up by a yield that its next stop follows */
+	u32 grace_pending;	/* the grace is running and the slot's flag was set */
 };
 
 struct {
@@ -191,8 +208,21 @@ static __always_inline void wsched_hint_tick(struct task_struct *p)
 	hc->grace_cs_count = count;
 	hc->grace_switches = switches;
 	hc->overrun_counted = 0;
+	hc->grace_pending = 1;
 	scx_bpf_task_set_slice(p, grace_ns);
+	/* Tell the task (this CPU's tick interrupted it: it sees the store
+	 * when it resumes, like a signal handler's). */
+	*(volatile u32 *)&s->grace_pending = 1;
 	STAT_INC(nr_grace_granted);
+}
+
+/* A grace of @p ended (its yield, or it stopped): drop the slot's flag, so
+ * a stale one cannot make it yield later for nothing. */
+static __always_inline void hint_grace_end(struct hint_ctx *hc, struct ws_hint_slot *s)
+{
+	hc->grace_pending = 0;
+	if (s)
+		*(volatile u32 *)&s->grace_pending = 0;
 }
 
 /*
@@ -250,9 +280,18 @@ static __always_inline bool task_is_idle_thief(struct task_struct *p)
 static __always_inline void wsched_hint_yield(struct task_struct *p)
 {
 	struct hint_ctx *hc = bpf_task_storage_get(&hint_ctxs, p, 0, 0);
+	struct ws_hint_slot *s = hint_slot(p, hc);
 
-	if (!hint_slot(p, hc))
+	if (!s)
 		return;
+	if (hc && hc->grace_pending) {
+		/* The grace ends with this yield; outside a section it is the
+		 * one the library makes on leaving it (not a preemption:
+		 * wsched_hint_stopping() sees depth 0). */
+		if (!*(volatile u32 *)&s->cs_depth)
+			STAT_INC(nr_grace_yielded);
+		hint_grace_end(hc, s);
+	}
 	if (!hc)
 		hc = bpf_task_storage_get(&hint_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (hc)
@@ -278,6 +317,8 @@ static __always_inline bool wsched_hint_stopping(struct task_struct *p, bool run
 		hc->yielded = 0;
 		yielded = true;
 	}
+	if (hc && hc->grace_pending)
+		hint_grace_end(hc, s);
 	if (!s)
 		return false;
 	depth = *(volatile u32 *)&s->cs_depth;

@@ -533,10 +533,12 @@ struct spin_shared {
 	volatile unsigned long long sections;
 };
 
-enum spin_mode { SPIN_PLAIN, SPIN_CS_FOREVER, SPIN_CS_SHORT };
+enum spin_mode { SPIN_PLAIN, SPIN_CS_FOREVER, SPIN_CS_SHORT, SPIN_CS_FORGED };
 
 /* A registered thread on HOG_CPU: plain spinning, in a critical section
- * forever, or in short critical sections back to back. */
+ * forever, or in short critical sections back to back (FORGED: setting its
+ * own grace_pending before leaving each one, as if every section had a
+ * grace). */
 static void spinner(struct spin_shared *sh, enum spin_mode mode)
 {
 	pin(HOG_CPU);
@@ -549,12 +551,15 @@ static void spinner(struct spin_shared *sh, enum spin_mode mode)
 	for (;;) {
 		double end;
 
-		if (mode == SPIN_CS_SHORT)
+		if (mode >= SPIN_CS_SHORT)
 			ws_critical_enter();
 		end = ws_now() + 200e-6;
 		while (ws_now() < end)
 			;
-		if (mode == SPIN_CS_SHORT) {
+		if (mode == SPIN_CS_FORGED)
+			__atomic_store_n(&((struct ws_hint_slot *)ws_thread_slot())->grace_pending,
+					 1, __ATOMIC_RELAXED);
+		if (mode >= SPIN_CS_SHORT) {
 			ws_critical_exit();
 			sh->sections++;
 			end = ws_now() + 100e-6;
@@ -818,39 +823,90 @@ TEST_F_TIMEOUT(hint, random_bytes_in_every_slot_under_stress_change_nothing_fata
 /* ------------------------------------------------ grace */
 
 /*
- * Short critical sections competing with a hog on one CPU get graces, and
- * most of them end inside the grace.
+ * 200 us critical sections back to back (100 us apart), registered,
+ * competing with a hog on one CPU for 3 s: the counters over that window.
  */
-TEST_F_TIMEOUT(hint, grace_granted_to_short_critical_sections, 60)
+struct cs_short {
+	unsigned long long sections;
+	__u64 granted, overrun, yielded, cs_preempted, cs_yielded;
+};
+
+static int cs_short_run(struct cs_short *r, enum spin_mode mode)
 {
 	struct spin_shared *sh = shared_mem(sizeof(*sh));
 	struct wsched_stats s0, s1;
 	struct ws_hogs hogs;
 	cpu_set_t one;
-	__u64 granted, overrun;
 	pid_t kid;
+	int ret = -1;
 
-	ASSERT_NE(NULL, sh);
-	ASSERT_EQ(0, ws_hogs_init(&hogs));
-	kid = start_spinner(sh, SPIN_CS_SHORT);
-	ASSERT_LT(0, kid);
-	ASSERT_TRUE(wait_flag(&sh->ready, 1, 20));
+	if (!sh || ws_hogs_init(&hogs))
+		return -1;
+	kid = start_spinner(sh, mode);
+	if (kid <= 0)
+		return -1;
 	CPU_ZERO(&one);
 	CPU_SET(HOG_CPU, &one);
-	ASSERT_LE(0, ws_hog_start(&hogs, 0, &one));
-	ASSERT_EQ(0, read_stats(&s0));
+	if (!wait_flag(&sh->ready, 1, 20) || ws_hog_start(&hogs, 0, &one) < 0 || read_stats(&s0))
+		goto out;
 	ws_sleep(3);
-	ASSERT_EQ(0, read_stats(&s1));
+	if (read_stats(&s1))
+		goto out;
+	r->sections = sh->sections;
+	r->granted = s1.nr_grace_granted - s0.nr_grace_granted;
+	r->overrun = s1.nr_grace_overrun - s0.nr_grace_overrun;
+	r->yielded = s1.nr_grace_yielded - s0.nr_grace_yielded;
+	r->cs_preempted = s1.nr_cs_preempted - s0.nr_cs_preempted;
+	r->cs_yielded = s1.nr_cs_yielded - s0.nr_cs_yielded;
+	ret = 0;
+out:
 	kill(kid, SIGKILL);
 	waitpid(kid, NULL, 0);
 	ws_hogs_stop(&hogs);
-	granted = s1.nr_grace_granted - s0.nr_grace_granted;
-	overrun = s1.nr_grace_overrun - s0.nr_grace_overrun;
-	TH_LOG("%llu sections, grace granted %llu, overrun %llu",
-	       (unsigned long long)sh->sections, (unsigned long long)granted,
-	       (unsigned long long)overrun);
-	EXPECT_LT(0, granted);
-	EXPECT_LT(overrun * 2, granted) TH_LOG("most 200 us sections should end inside a grace");
+	munmap(sh, sizeof(*sh));
+	return ret;
+}
+
+#define CS_SHORT_LOG(r)								\
+	TH_LOG("%llu sections, grace granted %llu, overrun %llu, ended by its yield %llu, "	\
+	       "in-section preemptions %llu (%llu of them yields)",		\
+	       (r).sections, (unsigned long long)(r).granted,			\
+	       (unsigned long long)(r).overrun, (unsigned long long)(r).yielded,	\
+	       (unsigned long long)(r).cs_preempted, (unsigned long long)(r).cs_yielded)
+
+/*
+ * Short critical sections competing with a hog on one CPU get graces, and
+ * most of them end inside the grace, by the thread's own yield as it leaves
+ * the section (grace_pending): so the preemption the grace put off does not
+ * land inside the next section instead.
+ */
+TEST_F_TIMEOUT(hint, grace_granted_to_short_critical_sections, 60)
+{
+	struct cs_short r;
+
+	ASSERT_EQ(0, cs_short_run(&r, SPIN_CS_SHORT));
+	CS_SHORT_LOG(r);
+	EXPECT_LT(0, r.granted);
+	EXPECT_LT(r.overrun * 2, r.granted) TH_LOG("most 200 us sections should end inside a grace");
+	EXPECT_LT(0, r.yielded) TH_LOG("no grace ended by the thread's own yield");
+	EXPECT_LE(r.granted, r.yielded * 4 / 3)
+		TH_LOG("fewer than 3 in 4 graces ended by the thread's yield");
+	EXPECT_LE(r.yielded, r.granted);
+}
+
+/*
+ * The same thread setting grace_pending itself at every section's end: it
+ * yields every time (its own loss), and only the scheduler's own record
+ * of a grace counts: no more grace yields than graces granted.
+ */
+TEST_F_TIMEOUT(hint, forged_grace_pending_counts_no_grace_yield, 60)
+{
+	struct cs_short r;
+
+	ASSERT_EQ(0, cs_short_run(&r, SPIN_CS_FORGED));
+	CS_SHORT_LOG(r);
+	EXPECT_LT(r.granted * 4, r.sections) TH_LOG("expected many more forged flags than graces");
+	EXPECT_LE(r.yielded, r.granted);
 }
 
 /*
@@ -930,6 +986,8 @@ TEST_F_TIMEOUT(hint, grace_is_bounded_for_a_section_that_never_ends, 60)
 	 * so the totals since load are checked. */
 	EXPECT_LE(1, r.s1.nr_grace_granted);
 	EXPECT_LE(1, r.s1.nr_grace_overrun);
+	/* Its flag stays set (it never reaches an exit): no grace yield. */
+	EXPECT_EQ(0, r.s1.nr_grace_yielded - r.s0.nr_grace_yielded);
 }
 
 /* ------------------------------------------------ yield-to-all */
@@ -1331,6 +1389,7 @@ TEST_F_TIMEOUT(observe, section_holder_gets_no_grace_but_is_counted, 60)
 	CS_FOREVER_LOG(r);
 	EXPECT_EQ(0, r.s1.nr_grace_granted) TH_LOG("a grace while only observing");
 	EXPECT_EQ(0, r.s1.nr_grace_overrun);
+	EXPECT_EQ(0, r.s1.nr_grace_yielded);
 	EXPECT_LT(0, r.s1.nr_cs_preempted - r.s0.nr_cs_preempted)
 		TH_LOG("preemptions inside the section were not counted");
 	EXPECT_EQ(0, r.s1.nr_cs_yielded - r.s0.nr_cs_yielded) TH_LOG("it never yields");

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -210,6 +211,8 @@ int ws_thread_register(void)
 	__atomic_store_n(&s->cs_count, local->cs_count, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->nr_stealable, local->nr_stealable, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->yield_to_tid, 0, __ATOMIC_RELAXED);
+	/* A grace of the previous owner is not ours to end. */
+	__atomic_store_n(&s->grace_pending, 0, __ATOMIC_RELAXED);
 	memset(s->reserved, 0, sizeof(s->reserved));
 	/* The scheduler reads without ordering; the version goes last only so
 	 * that a same-CPU reader never sees a half-reset slot as valid. */
@@ -240,6 +243,13 @@ void ws_thread_unregister(void)
 	 * (pairs with the acquire of its CAS). */
 	__atomic_store_n(&s->owner_tid, 0, __ATOMIC_RELEASE);
 	pthread_setspecific(exit_key, NULL);	/* set up: we registered */
+}
+
+/* Out of line: the common exit path stays one load and a branch. */
+void _ws_grace_yield(struct ws_hint_slot *s)
+{
+	__atomic_store_n(&s->grace_pending, 0, __ATOMIC_RELAXED);
+	sched_yield();
 }
 
 const struct ws_hint_slot *ws_thread_slot(void)

@@ -4,8 +4,9 @@
  * loader: a thread of this test serves the registration protocol on a unix
  * socket and hands out a memfd instead of a BPF array (the library maps any
  * shareable fd the same way). Checks slot claiming and release, critical
- * sections reaching the shared slot, refusals (-ENOSPC, -EPROTO), fork, and
- * measures a ws_critical_enter/exit pair with a registered slot.
+ * sections reaching the shared slot, refusals (-ENOSPC, -EPROTO), fork, the
+ * hand-back of a pending grace, and measures a ws_critical_enter/exit pair
+ * with a registered slot.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -287,6 +288,91 @@ TEST(fork_child_starts_unregistered_and_registers_itself)
 	ws_critical_exit();
 	ws_thread_unregister();
 	fake_stop(&f);
+}
+
+/*
+ * The library's sched_yield() calls land here (this definition interposes
+ * on libc's for the whole executable), so a test can count them; they
+ * still yield.
+ */
+static __thread unsigned long nr_yields;
+
+int sched_yield(void)
+{
+	nr_yields++;
+	return (int)syscall(SYS_sched_yield);
+}
+
+/* The scheduler's side of a grace, as its tick would do it. */
+static void grant_grace(const struct ws_hint_slot *s)
+{
+	__atomic_store_n(&((struct ws_hint_slot *)s)->grace_pending, 1, __ATOMIC_RELAXED);
+}
+
+TEST(pending_grace_is_handed_back_by_the_outermost_exit_only)
+{
+	static struct fake_loader f;
+	const struct ws_hint_slot *s;
+	unsigned long y0;
+	int pass;
+
+	ASSERT_EQ(0, fake_start(&f, WS_HINT_ABI_VERSION));
+	/* Private slot first (nobody sets it but us), then the shared one. */
+	for (pass = 0; pass < 2; pass++) {
+		if (pass)
+			ASSERT_EQ(0, ws_thread_register());
+		s = ws_thread_slot();
+		ASSERT_EQ(0, s->grace_pending);
+		y0 = nr_yields;
+		ws_critical_enter();
+		ws_critical_enter();
+		grant_grace(s);
+		ws_critical_exit();		/* nested: still inside */
+		EXPECT_EQ(y0, nr_yields) TH_LOG("pass %d: a nested exit yielded", pass);
+		EXPECT_EQ(1, s->grace_pending);
+		ws_critical_exit();		/* outermost: give the CPU back */
+		EXPECT_EQ(y0 + 1, nr_yields) TH_LOG("pass %d: the outermost exit did not yield", pass);
+		EXPECT_EQ(0, s->grace_pending);
+		EXPECT_EQ(0, s->cs_depth);
+		ws_critical_enter();
+		ws_critical_exit();		/* no grace: no yield */
+		EXPECT_EQ(y0 + 1, nr_yields);
+	}
+	/* A grace left behind by a slot's previous owner is not the next
+	 * owner's: registering clears it. */
+	grant_grace(s);
+	ws_thread_unregister();
+	ASSERT_EQ(0, ws_thread_register());
+	EXPECT_EQ(s, ws_thread_slot());
+	EXPECT_EQ(0, s->grace_pending);
+	ws_thread_unregister();
+	fake_stop(&f);
+}
+
+TEST(lock_release_leaving_the_outermost_section_hands_a_grace_back)
+{
+	ws_spinlock_t a = WS_SPINLOCK_INIT, b = WS_SPINLOCK_INIT;
+	ws_ticketlock_t t = WS_TICKETLOCK_INIT;
+	ws_mutex_t m = WS_MUTEX_INIT;
+	const struct ws_hint_slot *s = ws_thread_slot();
+	unsigned long y0 = nr_yields;
+
+	ws_spinlock_lock(&a);
+	ws_spinlock_lock(&b);
+	grant_grace(s);
+	ws_spinlock_unlock(&b);
+	EXPECT_EQ(y0, nr_yields);
+	ws_spinlock_unlock(&a);
+	EXPECT_EQ(y0 + 1, nr_yields);
+	ws_ticketlock_lock(&t);
+	grant_grace(s);
+	ws_ticketlock_unlock(&t);
+	EXPECT_EQ(y0 + 2, nr_yields);
+	ws_mutex_lock(&m);
+	grant_grace(s);
+	ws_mutex_unlock(&m);
+	EXPECT_EQ(y0 + 3, nr_yields);
+	EXPECT_EQ(0, s->grace_pending);
 }
 
 static double pair_ns(long n)

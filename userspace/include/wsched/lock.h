@@ -101,6 +101,9 @@ static inline void ws_critical_enter(void)
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
+/* Internal: clear grace_pending and give the CPU back (hint.c). */
+void _ws_grace_yield(struct ws_hint_slot *s);
+
 static inline void ws_critical_exit(void)
 {
 	struct ws_hint_slot *s = _ws_hint_slot();
@@ -109,6 +112,19 @@ static inline void ws_critical_exit(void)
 	/* The section's last access precedes the unmark. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	__atomic_store_n(&s->cs_depth, d ? d - 1 : 0, __ATOMIC_RELAXED);
+	if (d > 1)
+		return;
+	/*
+	 * Leaving the outermost section: if the scheduler let us finish it
+	 * on borrowed time (a grace), hand the CPU back now, outside the
+	 * section, instead of being preempted wherever the grace runs out.
+	 * The flag is read after the unmark (signal fence: the scheduler
+	 * writes it from this CPU's tick), so a grace granted in between is
+	 * still seen.
+	 */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (__builtin_expect(__atomic_load_n(&s->grace_pending, __ATOMIC_RELAXED) != 0, 0))
+		_ws_grace_yield(s);
 }
 
 /* Nesting depth of the calling thread's critical sections. */
