@@ -193,11 +193,17 @@ FIXTURE_SETUP(hint)
 	ASSERT_LT(0, self->pid) TH_LOG("scx_wsched did not become enabled");
 }
 
+/* Both fixtures: stop the loader if it still runs; its socket must be gone. */
+static void stop_loader(struct __test_metadata *_metadata, pid_t pid)
+{
+	if (pid > 0 && waitpid(pid, NULL, WNOHANG) == 0)
+		EXPECT_EQ(0, ws_stop(pid));
+	EXPECT_NE(0, access(WS_HINT_SOCK_PATH, F_OK)) TH_LOG("the loader left its socket behind");
+}
+
 FIXTURE_TEARDOWN(hint)
 {
-	if (self->pid > 0 && waitpid(self->pid, NULL, WNOHANG) == 0)
-		EXPECT_EQ(0, ws_stop(self->pid));
-	EXPECT_NE(0, access(WS_HINT_SOCK_PATH, F_OK)) TH_LOG("the loader left its socket behind");
+	stop_loader(_metadata, self->pid);
 }
 
 /* ------------------------------------------------ registration, many */
@@ -1371,9 +1377,7 @@ FIXTURE_SETUP(observe)
 
 FIXTURE_TEARDOWN(observe)
 {
-	if (self->pid > 0 && waitpid(self->pid, NULL, WNOHANG) == 0)
-		EXPECT_EQ(0, ws_stop(self->pid));
-	EXPECT_NE(0, access(WS_HINT_SOCK_PATH, F_OK)) TH_LOG("the loader left its socket behind");
+	stop_loader(_metadata, self->pid);
 }
 
 /*
