@@ -154,6 +154,19 @@ static u64 vtime_now;
 static u64 vtime_now_at;	/* scx_bpf_now() of vtime_now's last advance */
 static u32 steal_hint[WSCHED_MAX_CPUS];	/* victim CPU + 1 left by a kicker, 0: none */
 /*
+ * A bit per CPU whose deque may hold tasks: set (atomically) by every
+ * insert, cleared by a thief that found the deque empty, which then looks
+ * again and sets it back if a task arrived in between, so a clear bit
+ * always had an empty deque behind it at some point after the last insert.
+ * A CPU going idle skips its steal sweep while every bit is clear (pipe
+ * ping-pong goes idle per message with nothing queued anywhere: its
+ * dispatch cost 4.3 us under TCG against scx_simple's 0.9). A stale set bit
+ * costs one probe; no task depends on a bit to be found, the kicks of
+ * ops.enqueue and ops.tick reach idle CPUs whatever the mask says.
+ */
+#define MASK_WORDS	(WSCHED_MAX_CPUS / 64)
+static u64 queued_mask[MASK_WORDS];
+/*
  * Set when a thief found a CPU's deque non-empty but could take nothing
  * from it (every waiting task pinned there); cleared when a task that may
  * run elsewhere joins it. While set, the owner's tick does not wake idle
@@ -295,12 +308,49 @@ static __always_inline s32 pick_victim(s32 cpu, u32 my_llc, bool remote)
 	return na >= nb ? a : b;
 }
 
+static __always_inline void mask_set(s32 cpu)
+{
+	u32 w = ((u32)cpu / 64) & (MASK_WORDS - 1);
+	u64 bit = 1ULL << ((u32)cpu % 64);
+
+	if (!(queued_mask[w] & bit))
+		__sync_fetch_and_or(&queued_mask[w], bit);
+}
+
+/* @cpu's deque looked empty: clear its bit, then look again (see above). */
+static __always_inline void mask_clear(s32 cpu)
+{
+	u32 w = ((u32)cpu / 64) & (MASK_WORDS - 1);
+	u64 bit = 1ULL << ((u32)cpu % 64);
+
+	if (!(queued_mask[w] & bit))
+		return;
+	__sync_fetch_and_and(&queued_mask[w], ~bit);
+	if (scx_bpf_dsq_nr_queued(cpu) > 0)
+		__sync_fetch_and_or(&queued_mask[w], bit);
+}
+
+static __always_inline bool mask_empty(void)
+{
+	u32 i;
+
+	bpf_for(i, 0, MASK_WORDS) {
+		if (i * 64 >= nr_cpus)
+			break;
+		if (queued_mask[i])
+			return false;
+	}
+	return true;
+}
+
 static __always_inline bool try_steal(s32 cpu, s32 victim, bool balance)
 {
 	if (victim < 0 || victim == cpu || (u32)victim >= nr_cpus)
 		return false;
-	if (scx_bpf_dsq_nr_queued(victim) <= 0)
+	if (scx_bpf_dsq_nr_queued(victim) <= 0) {
+		mask_clear(victim);
 		return false;
+	}
 	STAT_INC(nr_steal_attempts);
 	/* Takes the first task of the victim that may run here, if any. */
 	if (!scx_bpf_dsq_move_to_local(victim, 0)) {
@@ -326,6 +376,8 @@ static __always_inline bool steal_idle(s32 cpu)
 		if (try_steal(cpu, hint - 1, false))
 			return true;
 	}
+	if (mask_empty())
+		return false;
 	/*
 	 * Pick-two only pays off where the sweep below cannot see every
 	 * deque; on a small machine its probes would just repeat the sweep's
@@ -638,6 +690,7 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 	state = hint_state(p);
 	scx_bpf_dsq_insert_vtime(p, cpu, state == WS_HINT_THIEF ? min_slice() : task_slice(waiting),
 				 vtime, enq_flags);
+	mask_set(cpu);
 	STAT_INC(nr_enqueued);
 	if (p->nr_cpus_allowed > 1 && unstealable[cpu & CPU_MASK])
 		unstealable[cpu & CPU_MASK] = 0;

@@ -272,8 +272,10 @@ static void spin_for(double s)
  * 400 ms. Each of its runs is charged 2 s of vtime (100/weight); when the
  * global vtime reference followed it, every wakeup on CPU 1 was placed
  * seconds ahead of the hogs there and waited until each of them had run
- * LAG_SLICES slices (about 8 x 75 ms). The sleeper's worst lateness must
- * stay under 150 ms (a few ticks; TCG adds its own delays).
+ * LAG_SLICES slices (about 8 x 75 ms): 373 ms on average, 389 at worst.
+ * Now the mean must stay under 100 ms and the worst under 300 ms (3-4 and
+ * 38-46 ms measured; once 24 and 254 ms in a slow moment of the emulated
+ * guest, which a tighter bound on the worst case would turn into a flake).
  */
 #define SLEEPER_ROUNDS	100
 
@@ -332,7 +334,8 @@ TEST_F_TIMEOUT(sched, wakeup_not_behind_a_light_tasks_clock, 60)
 	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	TH_LOG("sleeper on a CPU with 8 hogs: worst lateness %.1f ms, mean %.1f ms",
 	       late[0] * 1e3, late[1] * 1e3);
-	EXPECT_GT(0.150, late[0]);
+	EXPECT_GT(0.100, late[1]);
+	EXPECT_GT(0.300, late[0]);
 	EXPECT_EQ(0, stop_sched(&self->pid));
 }
 
