@@ -31,7 +31,8 @@
  *   virtual time behind the better of the two, the laggard is stolen
  *   instead (nr_steals_balance), which is what makes CPU shares fair across
  *   CPUs, not just within one deque. When the CPU would go idle it steals:
- *   the kicker's hint first, then pick-two-random victims in its own LLC
+ *   the kicker's hint first, then (unless queued_mask says no deque can
+ *   hold a task) pick-two-random victims in its own LLC
  *   (take from the longer deque), then pick-two-random in other LLCs, then a
  *   sweep of at most STEAL_SWEEP_MAX deques from a random start. Each probe
  *   is one lockless length read; only a promising victim is locked, so the
