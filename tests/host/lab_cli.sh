@@ -13,7 +13,7 @@ LAB=$TOP/scripts/lab
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
-tap_plan 16
+tap_plan 17
 
 # lab ARGS... : runs scripts/lab, leaves its status in $rc, output in files.
 lab() { "$LAB" "$@" >"$OUT/stdout" 2>"$OUT/stderr"; rc=$?; }
@@ -77,6 +77,26 @@ ok=1
 [ -n "$cmdfile" ] && grep -q "Linux version" "$(dirname "$cmdfile")/console.log" &&
 	[ -L "$TOP/build/lab/console.log" ] && ok=0
 tap_result $ok "run_keeps_console_log" "no console log with boot messages for the run (${cmdfile:-no run dir})"
+
+# Pruning keeps the 20 newest run directories but never one whose run is
+# still going: 25 old directories named after a live pid (this shell),
+# and 25 older ones after a pid that cannot exist (above pid_max); a run
+# must remove all of the latter (never among the 20 newest) and none of
+# the former, though at least 5 of them are not among the 20 newest.
+for i in $(seq 1 25); do
+	live_d=$TOP/build/lab/runs/19700102-0000$(printf %02d "$i")-$$
+	dead_d=$TOP/build/lab/runs/19700101-0000$(printf %02d "$i")-4194305
+	mkdir -p "$live_d" "$dead_d"
+	touch -d @$((2 * 86400 + i)) "$live_d"
+	touch -d @$((86400 + i)) "$dead_d"
+done
+lab run -- true
+live=$(ls -d "$TOP"/build/lab/runs/19700102-0000*-$$ 2>/dev/null | wc -l)
+dead=$(ls -d "$TOP"/build/lab/runs/19700101-0000*-4194305 2>/dev/null | wc -l)
+rm -rf "$TOP"/build/lab/runs/1970010[12]-*
+ok=1
+[ $rc = 0 ] && [ "$live" = 25 ] && [ "$dead" = 0 ] && ok=0
+tap_result $ok "run_prunes_only_finished_runs" "exit $rc, live dirs kept $live of 25, dead dirs left $dead" "$(cat "$OUT/stderr")"
 
 # --timeout stops the guest after about that long and leaves nothing.
 start=$SECONDS
