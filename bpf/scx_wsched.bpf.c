@@ -309,26 +309,29 @@ static __always_inline s32 pick_victim(s32 cpu, u32 my_llc, bool remote)
 	return na >= nb ? a : b;
 }
 
+static __always_inline u64 *mask_word(s32 cpu)
+{
+	return &queued_mask[((u32)cpu / 64) & (MASK_WORDS - 1)];
+}
+
 static __always_inline void mask_set(s32 cpu)
 {
-	u32 w = ((u32)cpu / 64) & (MASK_WORDS - 1);
-	u64 bit = 1ULL << ((u32)cpu % 64);
+	u64 *w = mask_word(cpu), bit = 1ULL << ((u32)cpu % 64);
 
-	if (!(queued_mask[w] & bit))
-		__sync_fetch_and_or(&queued_mask[w], bit);
+	if (!(*w & bit))
+		__sync_fetch_and_or(w, bit);
 }
 
 /* @cpu's deque looked empty: clear its bit, then look again (see above). */
 static __always_inline void mask_clear(s32 cpu)
 {
-	u32 w = ((u32)cpu / 64) & (MASK_WORDS - 1);
-	u64 bit = 1ULL << ((u32)cpu % 64);
+	u64 *w = mask_word(cpu), bit = 1ULL << ((u32)cpu % 64);
 
-	if (!(queued_mask[w] & bit))
+	if (!(*w & bit))
 		return;
-	__sync_fetch_and_and(&queued_mask[w], ~bit);
+	__sync_fetch_and_and(w, ~bit);
 	if (scx_bpf_dsq_nr_queued(cpu) > 0)
-		__sync_fetch_and_or(&queued_mask[w], bit);
+		__sync_fetch_and_or(w, bit);
 }
 
 static __always_inline bool mask_empty(void)
@@ -881,11 +884,12 @@ static __always_inline bool yield_towards(struct task_struct *from, struct task_
  * task only if it still finds it queued. Unlike yield_to() through the
  * module, this path only ever hands over the yielder's own CPU (here_only:
  * no boost, no preempting kick of another CPU), so sched_yield() spam
- * cannot cut other tasks' slices. Returns a reference to release.
+ * cannot cut other tasks' slices. @s is @from's slot (NULL: none, or only
+ * observing). Returns a reference to release.
  */
-static __always_inline struct task_struct *hint_yield_target(struct task_struct *from)
+static __always_inline struct task_struct *hint_yield_target(struct task_struct *from,
+								struct ws_hint_slot *s)
 {
-	struct ws_hint_slot *s = hint_slot_acting(from, bpf_task_storage_get(&hint_ctxs, from, 0, 0));
 	struct task_struct *t;
 	u32 tid;
 
@@ -950,28 +954,31 @@ static __always_inline void yield_behind_head(struct task_struct *from)
 
 bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *to)
 {
+	struct hint_ctx *hc = bpf_task_storage_get(&hint_ctxs, from, 0, 0);
+	struct ws_hint_slot *s = hint_slot(from, hc);	/* one lookup for all below */
+	struct ws_hint_slot *acting = hint_observe ? NULL : s;
 	struct task_struct *t;
 
 	if (!to) {
-		t = hint_yield_target(from);
+		t = hint_yield_target(from, acting);
 		if (t) {
 			STAT_INC(nr_yield_hint);
 			if (yield_towards(from, t, true))
 				STAT_INC(nr_yield_hint_handoff);
 			bpf_task_release(t);
-		} else if (hint_slot_acting(from, NULL)) {
+		} else if (acting) {
 			yield_behind_all(from);
 		} else {
 			yield_behind_head(from);
 		}
 		scx_bpf_task_set_slice(from, 0);
-		wsched_hint_yield(from);
+		wsched_hint_yield(from, hc, s);
 		return false;
 	}
 	STAT_INC(nr_yield_to);
 	if (!yield_towards(from, to, false))
 		return false;
-	wsched_hint_yield(from);
+	wsched_hint_yield(from, hc, s);
 	return true;
 }
 

@@ -270,18 +270,17 @@ static __always_inline bool task_is_idle_thief(struct task_struct *p)
 
 /*
  * ops.yield, when @p gives its CPU up (sched_yield(), or a yield_to() that
- * was carried out): if @p is registered, its next ops.stopping is that
+ * was carried out; @hc and @s are its task storage and slot as ops.yield
+ * looked them up): if @p is registered, its next ops.stopping is that
  * yield's, unless a tick finds it still running first (nothing else could
  * run: the yield kept the CPU). Lets nr_cs_yielded tell a section holder's
  * (or a ticket lock's queued waiter's) own yield from a preemption. A tick
  * between the yield and the switch (a few instructions with interrupts on)
  * makes one yield count as a preemption; accepted.
  */
-static __always_inline void wsched_hint_yield(struct task_struct *p)
+static __always_inline void wsched_hint_yield(struct task_struct *p, struct hint_ctx *hc,
+					      struct ws_hint_slot *s)
 {
-	struct hint_ctx *hc = bpf_task_storage_get(&hint_ctxs, p, 0, 0);
-	struct ws_hint_slot *s = hint_slot(p, hc);
-
 	if (!s)
 		return;
 	if (hc && hc->grace_pending) {

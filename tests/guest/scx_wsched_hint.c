@@ -1014,6 +1014,23 @@ static void *yall_spinner(void *arg)
 	return NULL;
 }
 
+/* Pin the caller and the spinner to CPU 1; returns once the spinner runs. */
+static int yall_start(struct yall *y, pthread_t *sp)
+{
+	pin(1);
+	if (pthread_create(sp, NULL, yall_spinner, y))
+		return -1;
+	while (!y->ready)
+		sched_yield();
+	return 0;
+}
+
+static void yall_stop(struct yall *y, pthread_t sp)
+{
+	y->stop = 1;
+	pthread_join(sp, NULL);
+}
+
 /* Of @n sched_yield() calls on CPU 1 beside the spinner, how many let it run. */
 static int yields_that_let_it_run(struct yall *y, int n)
 {
@@ -1044,10 +1061,7 @@ TEST_F_TIMEOUT(hint, registered_sched_yield_goes_behind_everyone, 60)
 	pthread_t sp;
 	int ran_plain, ran_all;
 
-	pin(1);
-	ASSERT_EQ(0, pthread_create(&sp, NULL, yall_spinner, &y));
-	while (!y.ready)
-		sched_yield();
+	ASSERT_EQ(0, yall_start(&y, &sp));
 	ASSERT_EQ(0, read_stats(&s0));
 	ran_plain = yields_that_let_it_run(&y, 200);
 	ASSERT_EQ(0, read_stats(&s1));
@@ -1057,8 +1071,7 @@ TEST_F_TIMEOUT(hint, registered_sched_yield_goes_behind_everyone, 60)
 	ran_all = yields_that_let_it_run(&y, 200);
 	ASSERT_EQ(0, read_stats(&s1));
 	ws_thread_unregister();
-	y.stop = 1;
-	pthread_join(sp, NULL);
+	yall_stop(&y, sp);
 	TH_LOG("spinner ran during %d of 200 yields unregistered (nr_yield_head +%llu), "
 	       "%d of 200 registered (nr_yield_all +%llu)", ran_plain,
 	       (unsigned long long)yield_head, ran_all,
@@ -1416,10 +1429,7 @@ TEST_F_TIMEOUT(observe, yields_inside_a_section_are_told_apart, 60)
 	pthread_t sp;
 	int ran;
 
-	pin(1);
-	ASSERT_EQ(0, pthread_create(&sp, NULL, yall_spinner, &y));
-	while (!y.ready)
-		sched_yield();
+	ASSERT_EQ(0, yall_start(&y, &sp));
 	ASSERT_EQ(0, ws_thread_register());
 	ASSERT_EQ(0, read_stats(&s0));
 	ws_critical_enter();
@@ -1427,8 +1437,7 @@ TEST_F_TIMEOUT(observe, yields_inside_a_section_are_told_apart, 60)
 	ws_critical_exit();
 	ASSERT_EQ(0, read_stats(&s1));
 	ws_thread_unregister();
-	y.stop = 1;
-	pthread_join(sp, NULL);
+	yall_stop(&y, sp);
 	preempted = s1.nr_cs_preempted - s0.nr_cs_preempted;
 	yielded = s1.nr_cs_yielded - s0.nr_cs_yielded;
 	TH_LOG("spinner ran during %d of 200 in-section yields; nr_cs_preempted +%llu, "
@@ -1451,17 +1460,13 @@ TEST_F_TIMEOUT(observe, registered_sched_yield_is_plain, 60)
 	pthread_t sp;
 	int ran;
 
-	pin(1);
-	ASSERT_EQ(0, pthread_create(&sp, NULL, yall_spinner, &y));
-	while (!y.ready)
-		sched_yield();
+	ASSERT_EQ(0, yall_start(&y, &sp));
 	ASSERT_EQ(0, ws_thread_register()) TH_LOG("no registration while observing");
 	ASSERT_EQ(0, read_stats(&s0));
 	ran = yields_that_let_it_run(&y, 200);
 	ASSERT_EQ(0, read_stats(&s1));
 	ws_thread_unregister();
-	y.stop = 1;
-	pthread_join(sp, NULL);
+	yall_stop(&y, sp);
 	TH_LOG("spinner ran during %d of 200 registered yields (nr_yield_head +%llu, "
 	       "nr_yield_all +%llu)", ran,
 	       (unsigned long long)(s1.nr_yield_head - s0.nr_yield_head),
