@@ -88,8 +88,9 @@
  *   "set" only delays the tick's catch-all kick until the next enqueue of a
  *   movable task (which kicks a thief itself), a stale "clear" costs one
  *   futile wakeup.
- * - cur_pid/cur_tgid/cur_start[] are written by each CPU and read by
- *   others without synchronisation: worker preference may kick a CPU whose
+ * - cur_pid/cur_tgid/cur_start[] are written by ops.running/stopping of
+ *   each CPU's task (under that CPU's rq lock) and read by others without
+ *   synchronisation: worker preference may kick a CPU whose
  *   thief just stopped; its dispatch re-checks prev and moves nothing then
  *   (nr_thief_preempt_stale), and the kicked task keeps the CPU by vtime.
  * - Tasks of a deque whose owner goes offline are ejected with the
@@ -200,6 +201,19 @@ static struct yield_target yield_target[WSCHED_MAX_CPUS];
 static u32 cur_pid[WSCHED_MAX_CPUS];
 static u32 cur_tgid[WSCHED_MAX_CPUS];
 static u64 cur_start[WSCHED_MAX_CPUS];	/* scx_bpf_now() when it started */
+static u64 cur_sum[WSCHED_MAX_CPUS];	/* its se.sum_exec_runtime then */
+
+/*
+ * The CPU whose runqueue holds @p: task_cpu(p), read directly where the
+ * field exists (x86, arm64 and most others: CONFIG_THREAD_INFO_IN_TASK),
+ * which saves a kfunc call on every context switch.
+ */
+static __always_inline s32 task_cpu_of(const struct task_struct *p)
+{
+	if (bpf_core_field_exists(p->thread_info.cpu))
+		return p->thread_info.cpu;
+	return scx_bpf_task_cpu(p);
+}
 
 UEI_DEFINE(uei);
 
@@ -209,17 +223,6 @@ struct {
 	__type(key, u32);
 	__type(value, struct wsched_stats);
 } wsched_stats SEC(".maps");
-
-struct task_ctx {
-	u64 run_start;		/* scx_bpf_now() when the task last started running */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct task_ctx);
-} task_ctxs SEC(".maps");
 
 static __always_inline struct wsched_stats *stats(void)
 {
@@ -443,14 +446,14 @@ static __always_inline u64 vtime_clamp(u64 vt)
 /* prev's vtime including the run it is just finishing. */
 static __always_inline u64 current_vtime(struct task_struct *p)
 {
-	struct task_ctx *tctx;
-	u64 vt = p->scx.dsq_vtime, now;
+	u64 vt = p->scx.dsq_vtime, now, start;
+	s32 cpu = task_cpu_of(p);
 
-	tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
-	if (tctx && tctx->run_start) {
+	if (cpu >= 0 && (u32)cpu < nr_cpus && cur_pid[cpu & CPU_MASK] == (u32)p->pid) {
+		start = cur_start[cpu & CPU_MASK];
 		now = scx_bpf_now();
-		if (time_before(tctx->run_start, now))
-			vt += scale_by_task_weight_inverse(p, now - tctx->run_start);
+		if (time_before(start, now))
+			vt += scale_by_task_weight_inverse(p, now - start);
 	}
 	return vtime_floor(vt);
 }
@@ -954,7 +957,7 @@ static __always_inline void yield_behind_head(struct task_struct *from)
 
 bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *to)
 {
-	struct hint_ctx *hc = bpf_task_storage_get(&hint_ctxs, from, 0, 0);
+	struct hint_ctx *hc = hints_live() ? bpf_task_storage_get(&hint_ctxs, from, 0, 0) : NULL;
 	struct ws_hint_slot *s = hint_slot(from, hc);	/* one lookup for all below */
 	struct ws_hint_slot *acting = hint_observe ? NULL : s;
 	struct task_struct *t;
@@ -996,8 +999,8 @@ bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *
 void BPF_STRUCT_OPS(wsched_runnable, struct task_struct *p, u64 enq_flags)
 {
 	struct task_struct *head;
-	s32 cpu = scx_bpf_task_cpu(p);
 	u64 ref = vtime_now;
+	s32 cpu;
 
 	/*
 	 * The common case, a task that ran recently, needs no look at the
@@ -1007,6 +1010,7 @@ void BPF_STRUCT_OPS(wsched_runnable, struct task_struct *p, u64 enq_flags)
 	 */
 	if (!time_before(p->scx.dsq_vtime, ref - slice_ns))
 		return;
+	cpu = task_cpu_of(p);
 	if (cpu >= 0 && (u32)cpu < nr_cpus) {
 		head = __COMPAT_scx_bpf_dsq_peek(cpu);
 		if (head && time_before(head->scx.dsq_vtime + 2 * slice_ns, ref))
@@ -1016,14 +1020,22 @@ void BPF_STRUCT_OPS(wsched_runnable, struct task_struct *p, u64 enq_flags)
 		scx_bpf_task_set_dsq_vtime(p, ref - slice_ns);
 }
 
+/*
+ * The run that starts here is recorded per CPU, not in task storage:
+ * cur_sum[] holds @p's sum_exec_runtime (the kernel's own account of its
+ * CPU time, brought up to date before every ops.stopping) for the charge,
+ * cur_start[] the time for current_vtime() and worker preference. The CPU
+ * is @p's, not necessarily this one: a property change of a running task
+ * (nice, affinity) stops and restarts it from the CPU that made the
+ * change, and indexing by that CPU would let a task that keeps renicing a
+ * running thread overwrite its own entry and never be charged.
+ */
 void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
 {
-	struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
-	s32 cpu = bpf_get_smp_processor_id();
+	s32 cpu = task_cpu_of(p);
 	u64 now = scx_bpf_now();
 
-	if (tctx)
-		tctx->run_start = now;
+	cur_sum[cpu & CPU_MASK] = p->se.sum_exec_runtime;
 	cur_start[cpu & CPU_MASK] = now;
 	cur_tgid[cpu & CPU_MASK] = p->tgid;
 	cur_pid[cpu & CPU_MASK] = p->pid;
@@ -1047,18 +1059,23 @@ void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
 	}
 }
 
+/*
+ * Charges the run that ops.running started on @p's CPU. A stop without
+ * that start (a task already running when the scheduler was loaded) finds
+ * another pid in cur_pid[] and is not charged, as before with task storage.
+ */
 void BPF_STRUCT_OPS(wsched_stopping, struct task_struct *p, bool runnable)
 {
-	struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
-	u64 now = scx_bpf_now(), ran;
-	s32 cpu = bpf_get_smp_processor_id();
+	s32 cpu = task_cpu_of(p);
+	u64 sum = p->se.sum_exec_runtime, ran;
 
+	if (cur_pid[cpu & CPU_MASK] != (u32)p->pid)
+		return;
 	cur_pid[cpu & CPU_MASK] = 0;
 	cur_tgid[cpu & CPU_MASK] = 0;
-	if (!tctx || !tctx->run_start || !time_before(tctx->run_start, now))
+	ran = sum - cur_sum[cpu & CPU_MASK];
+	if ((s64)ran <= 0)
 		return;
-	ran = now - tctx->run_start;
-	tctx->run_start = 0;
 	if (wsched_hint_stopping(p, runnable)) {
 		ran *= WS_THIEF_CHARGE;
 		STAT_INC(nr_thief_demotions);
@@ -1072,12 +1089,6 @@ void BPF_STRUCT_OPS(wsched_enable, struct task_struct *p)
 	scx_bpf_task_set_dsq_vtime(p, vtime_now);
 }
 
-s32 BPF_STRUCT_OPS(wsched_init_task, struct task_struct *p, struct scx_init_task_args *args)
-{
-	if (!bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE))
-		return -ENOMEM;
-	return 0;
-}
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(wsched_init)
 {
@@ -1113,7 +1124,6 @@ SCX_OPS_DEFINE(wsched_ops,
 	       .running		= (void *)wsched_running,
 	       .stopping	= (void *)wsched_stopping,
 	       .enable		= (void *)wsched_enable,
-	       .init_task	= (void *)wsched_init_task,
 	       .init		= (void *)wsched_init,
 	       .exit		= (void *)wsched_exit,
 	       .name		= "wsched");

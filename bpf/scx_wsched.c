@@ -428,7 +428,8 @@ int main(int argc, char **argv)
 			hint_server_stop(&hint_srv);
 			return EX_LOAD;
 		}
-		hint_server_attach(&hint_srv, bpf_map__fd(skel->maps.hint_procs));
+		hint_server_attach(&hint_srv, bpf_map__fd(skel->maps.hint_procs),
+				   &skel->bss->hint_procs_live);
 		bpf_map__set_autoattach(skel->maps.wsched_ops, false);
 		link = bpf_map__attach_struct_ops(skel->maps.wsched_ops);
 		if (!link) {

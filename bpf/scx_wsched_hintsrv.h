@@ -62,6 +62,7 @@ struct hint_conn {
 struct hint_server {
 	int lfd;		/* -1: hints off */
 	int outer_fd;		/* hint_procs of the loaded object, -1 while none */
+	volatile __u32 *live;	/* its hint_procs_live (bss), NULL while none */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int nr;
 	struct hint_conn conns[WS_HINT_MAX_PROCS];
@@ -169,6 +170,13 @@ static int hint_server_start(struct hint_server *hs, const char *path, long gid,
 	return 0;
 }
 
+/* Tell the BPF side how many processes hint_procs holds (its gate). */
+static void hint_publish(struct hint_server *hs)
+{
+	if (hs->live)
+		__atomic_store_n(hs->live, (__u32)hs->nr, __ATOMIC_RELEASE);
+}
+
 static void hint_conn_close(struct hint_server *hs, int i)
 {
 	struct hint_conn *c = &hs->conns[i];
@@ -180,21 +188,26 @@ static void hint_conn_close(struct hint_server *hs, int i)
 		close(c->pidfd);
 	close(c->map_fd);
 	hs->conns[i] = hs->conns[--hs->nr];
+	hint_publish(hs);
 }
 
-/* A new BPF object was loaded (first load or a restart): fill its map. */
-static void hint_server_attach(struct hint_server *hs, int outer_fd)
+/* A new BPF object was loaded (first load or a restart): fill its map, then
+ * open its gate. */
+static void hint_server_attach(struct hint_server *hs, int outer_fd, volatile __u32 *live)
 {
 	int i;
 
 	hs->outer_fd = outer_fd;
+	hs->live = live;
 	for (i = 0; i < hs->nr; i++)
 		bpf_map_update_elem(outer_fd, &hs->conns[i].tgid, &hs->conns[i].map_fd, BPF_ANY);
+	hint_publish(hs);
 }
 
 static void hint_server_detach(struct hint_server *hs)
 {
 	hs->outer_fd = -1;
+	hs->live = NULL;
 }
 
 static void hint_accept(struct hint_server *hs)
@@ -254,6 +267,7 @@ static void hint_accept(struct hint_server *hs)
 		goto refuse;
 	}
 	hs->conns[hs->nr++] = c;
+	hint_publish(hs);
 	hs->nr_accepted++;
 	return;
 refuse:
