@@ -51,6 +51,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -339,6 +340,29 @@ static double deque_single_ns(long ops)
 	return (t1 - t0) * 1e9 / (double)ops;
 }
 
+/*
+ * The floor under pop's cost: a store, a seq_cst fence and a load of
+ * another location, the store-load order a Chase-Lev pop must pay for (on
+ * x86 one locked instruction), timed alone in a loop of @ops.
+ */
+static double store_fence_load_ns(long ops)
+{
+	static _Atomic long b, t;
+	long i, sum = 0;
+	double t0, t1;
+
+	t0 = now();
+	for (i = 0; i < ops; i++) {
+		atomic_store_explicit(&b, i, memory_order_relaxed);
+		atomic_thread_fence(memory_order_seq_cst);
+		sum += atomic_load_explicit(&t, memory_order_relaxed);
+	}
+	t1 = now();
+	if (sum)
+		return NAN;	/* t is never written: keeps the loads */
+	return (t1 - t0) * 1e9 / (double)ops;
+}
+
 /* ---------------------------------------------------------------- calib */
 
 /* How many CPUs this process really gets right now: the same CPU-bound loop
@@ -520,7 +544,7 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(bench, "deque")) {
 		long ops;
-		double pp[3] = { 0 }, st[3] = { 0 }, single[3] = { 0 };
+		double pp[3] = { 0 }, st[3] = { 0 }, single[3] = { 0 }, sfl[3] = { 0 };
 
 		NEED_ARGS(1);
 		ops = nargs > 0 ? parse_long("OPS", bargs[0], 256, LONG_MAX / 2) : 10000000;
@@ -537,10 +561,11 @@ int main(int argc, char **argv)
 			secs[r] = run_end();
 			st[r % 3] = deque_ns(ops, 1);
 			single[r % 3] = deque_single_ns(ops / 4);
+			sfl[r % 3] = store_fence_load_ns(ops / 4);
 		}
 		{
 			int n = repeat < 3 ? repeat : 3;
-			double bpp = pp[0], bst = st[0], bsi = single[0];
+			double bpp = pp[0], bst = st[0], bsi = single[0], bsf = sfl[0];
 			double fibser, fibws, spawns = 0;
 			int fn = 30, k;
 			long fa = 0, fb = 1, t;
@@ -549,6 +574,7 @@ int main(int argc, char **argv)
 				bpp = fmin(bpp, pp[k]);
 				bst = fmin(bst, st[k]);
 				bsi = fmin(bsi, single[k]);
+				bsf = fmin(bsf, sfl[k]);
 			}
 			/* spawn+sync: fib(30) on 1 wsched worker minus serial, per
 			 * spawn (fib(n) spawns fib(n+1) - 1 times). */
@@ -574,8 +600,9 @@ int main(int argc, char **argv)
 			snprintf(res.extra, sizeof(res.extra),
 				 ", \"ns_push_pop\": %.2f, \"ns_push_pop_last\": %.2f, "
 				 "\"ns_steal_uncontended\": %.2f, \"ns_spawn_sync\": %.2f, "
+				 "\"ns_store_fence_load\": %.2f, "
 				 "\"fib30_serial_s\": %.6f, \"fib30_wsched1_s\": %.6f",
-				 bpp, bsi, bst, (fibws - fibser) * 1e9 / spawns,
+				 bpp, bsi, bst, (fibws - fibser) * 1e9 / spawns, bsf,
 				 fibser, fibws);
 			res.workers = 1;
 		}
