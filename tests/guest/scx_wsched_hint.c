@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 /* scx_wsched_util.h's ws_spawn (run the loader) clashes with libwsched's. */
@@ -137,6 +138,60 @@ static bool wait_gone(pid_t tgid, double timeout)
 		ws_sleep(0.05);
 	} while (ws_now() < end);
 	return false;
+}
+
+/*
+ * The u32 global @var of the loaded scheduler's .bss, found through the
+ * map's BTF (its DATASEC), into *@out; -1 if any step fails.
+ */
+static int bss_u32(const char *var, __u32 *out)
+{
+	int fd = map_by_name("scx_wsch.bss"), rc = -1;
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info), zero = 0, i;
+	const struct btf_var_secinfo *vs;
+	const struct btf_type *sec;
+	struct btf *btf = NULL;
+	char *buf = NULL;
+
+	if (fd < 0 || bpf_map_get_info_by_fd(fd, &info, &len) || !info.btf_id)
+		goto out;
+	btf = btf__load_from_kernel_by_id(info.btf_id);
+	sec = btf ? btf__type_by_id(btf, info.btf_value_type_id) : NULL;
+	buf = malloc(info.value_size);
+	if (!sec || !btf_is_datasec(sec) || !buf || bpf_map_lookup_elem(fd, &zero, buf))
+		goto out;
+	vs = btf_var_secinfos(sec);
+	for (i = 0; i < btf_vlen(sec); i++, vs++) {
+		const struct btf_type *v = btf__type_by_id(btf, vs->type);
+
+		if (v && !strcmp(btf__name_by_offset(btf, v->name_off), var) &&
+		    vs->size == sizeof(*out) && vs->offset + vs->size <= info.value_size) {
+			memcpy(out, buf + vs->offset, sizeof(*out));
+			rc = 0;
+			break;
+		}
+	}
+out:
+	free(buf);
+	btf__free(btf);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* Wait until the scheduler's hint_procs_live reads @want; its last value. */
+static __u32 wait_live(__u32 want, double timeout)
+{
+	double end = ws_now() + timeout;
+	__u32 v = ~0u;
+
+	do {
+		if (!bss_u32("hint_procs_live", &v) && v == want)
+			break;
+		ws_sleep(0.05);
+	} while (ws_now() < end);
+	return v;
 }
 
 /* ------------------------------------------------------------ helpers */
@@ -291,6 +346,9 @@ TEST_F_TIMEOUT(hint, registration_many_threads_of_several_processes, 120)
 	}
 	TH_LOG("ws_critical_enter+exit in the guest (TCG): %.2f ns per pair with a registered slot, %.2f ns private",
 	       sh->ns_per_pair, sh->ns_per_pair_private);
+	/* The gate of every hint path in the scheduler follows the loader's
+	 * count of registered processes (checked again after they exit). */
+	EXPECT_EQ(NR_PROCS, wait_live(NR_PROCS, 5));
 	for (p = 0; p < NR_PROCS; p++) {
 		fd = slots_of(kids[p]);
 		ASSERT_LE(0, fd) TH_LOG("no hint_procs entry for process %d", kids[p]);
@@ -321,6 +379,7 @@ TEST_F_TIMEOUT(hint, registration_many_threads_of_several_processes, 120)
 		EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 		EXPECT_TRUE(wait_gone(kids[p], 5)) TH_LOG("entry of exited process %d stays", kids[p]);
 	}
+	EXPECT_EQ(0, wait_live(0, 5));
 }
 
 /* ------------------------------------------------ pool workers */
