@@ -56,9 +56,10 @@
  *   runs, and a stolen laggard holds its new CPU for at most a few slices
  *   before the task it displaced runs again.
  * - Slice: --slice-us (default 5 ms) when the target deque is empty, divided
- *   by (1 + waiting tasks) when it is not, down to 1/8 of the base slice
- *   (nr_short_slices); ops.tick() also cuts the running task's slice to that
- *   floor when tasks are waiting behind it, and kicks an idle thief.
+ *   by (1 + waiting tasks) when it is not, down to --slice-min-us (default
+ *   1/8 of the base slice; nr_short_slices); ops.tick() also cuts the
+ *   running task's slice to that floor when tasks are waiting behind it,
+ *   and kicks an idle thief.
  * - Yield: sched_yield() gives the slice up and lets the head of its CPU's
  *   deque run next (yield_behind_head()); a
  *   registered thread's goes behind every task waiting on its CPU
@@ -145,6 +146,7 @@ char _license[] SEC("license") = "GPL";
 
 /* Tunables and topology, written by the loader before load. */
 const volatile u64 slice_ns = WSCHED_SLICE_US_DFL * 1000ULL;
+const volatile u64 min_slice_ns = WSCHED_SLICE_US_DFL * 1000ULL / 8;
 const volatile u32 nr_cpus = 1;
 const volatile u32 nr_llcs = 1;
 const volatile u32 cpu_llc[WSCHED_MAX_CPUS];		/* CPU -> LLC index */
@@ -245,11 +247,11 @@ static __always_inline u32 llc_of(s32 cpu)
 	return cpu_llc[cpu & CPU_MASK];
 }
 
+/* --slice-min-us: what a crowded CPU cuts slices down to (the loader's
+ * default is 1/8 of the base slice, at least 100 us; never above it). */
 static __always_inline u64 min_slice(void)
 {
-	u64 floor = slice_ns / 8;
-
-	return floor > 100000 ? floor : (slice_ns < 100000 ? slice_ns : 100000);
+	return min_slice_ns && min_slice_ns <= slice_ns ? min_slice_ns : slice_ns;
 }
 
 /* The base slice, divided among the tasks already waiting on the deque. */

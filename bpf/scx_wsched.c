@@ -60,7 +60,8 @@ _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == WSCHED_NR_STATS,
 	       "stat_names[] out of sync with struct wsched_stats");
 
 static const char usage_fmt[] =
-"Usage: %s [--slice-us N] [--grace-us N] [--group NAME] [--hint-socket PATH]\n"
+"Usage: %s [--slice-us N] [--slice-min-us N] [--grace-us N] [--group NAME]\n"
+"       [--hint-socket PATH]\n"
 "       [--no-hints | --hints-observe] [--stats SECONDS] [--json] [--verbose]\n"
 "       [--version] [--help]\n"
 "\n"
@@ -70,6 +71,9 @@ static const char usage_fmt[] =
 "and Documentation/scheduler.md.\n"
 "\n"
 "  --slice-us N       base time slice in microseconds (%d..%d, default %d)\n"
+"  --slice-min-us N   the shortest slice, what the base slice is cut down to\n"
+"                     on a crowded CPU (%d..the base slice; default 1/8 of\n"
+"                     it, at least 100); equal to --slice-us: never cut\n"
 "  --grace-us N       grace slice for a task whose slice ends inside a critical\n"
 "                     section (0..%d, default %d; 0: none; Documentation/abi.md)\n"
 "  --group NAME       let members of group NAME register for hints (socket mode\n"
@@ -283,6 +287,7 @@ int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "slice-us",	required_argument,	NULL, 's' },
+		{ "slice-min-us", required_argument,	NULL, 'm' },
 		{ "grace-us",	required_argument,	NULL, 'g' },
 		{ "group",	required_argument,	NULL, 'G' },
 		{ "hint-socket", required_argument,	NULL, 'P' },
@@ -296,6 +301,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned long slice_us = WSCHED_SLICE_US_DFL, stats_s = 0, grace_us = WSCHED_GRACE_US_DFL;
+	unsigned long min_slice_us = 0;		/* 0: the default, from slice_us */
 	const char *hint_path = WS_HINT_SOCK_PATH;
 	long hint_gid = -1;
 	bool hints = true, observe = false;
@@ -307,10 +313,14 @@ int main(int argc, char **argv)
 	int opt, nr_cpus, nr_llcs, status = EX_OK;
 
 	prog = argv[0] && strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : "scx_wsched";
-	while ((opt = getopt_long(argc, argv, "s:g:G:P:nOS:jvVh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:m:g:G:P:nOS:jvVh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			slice_us = parse_ulong("--slice-us", optarg, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX);
+			break;
+		case 'm':
+			min_slice_us = parse_ulong("--slice-min-us", optarg, WSCHED_SLICE_US_MIN,
+						   WSCHED_SLICE_US_MAX);
 			break;
 		case 'g':
 			grace_us = parse_ulong("--grace-us", optarg, 0, WSCHED_GRACE_US_MAX);
@@ -346,7 +356,7 @@ int main(int argc, char **argv)
 			return EX_OK;
 		case 'h':
 			printf(usage_fmt, prog, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX, WSCHED_SLICE_US_DFL,
-			       WSCHED_GRACE_US_MAX, WSCHED_GRACE_US_DFL, WS_HINT_SOCK_PATH);
+			       WSCHED_SLICE_US_MIN, WSCHED_GRACE_US_MAX, WSCHED_GRACE_US_DFL, WS_HINT_SOCK_PATH);
 			return EX_OK;
 		default:
 			fprintf(stderr, "%s: bad usage (see --help)\n", prog);
@@ -355,6 +365,14 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		die_usage("unexpected argument '%s'", argv[optind]);
+	if (min_slice_us > slice_us) {
+		fprintf(stderr, "%s: --slice-min-us must be at most the base slice (--slice-us %lu), not %lu\n",
+			prog, slice_us, min_slice_us);
+		return EX_USAGE;
+	}
+	if (!min_slice_us)	/* 1/8 of the base, but not below 100 us unless the base is */
+		min_slice_us = slice_us / 8 > WSCHED_SLICE_US_MIN ? slice_us / 8 :
+			       slice_us < WSCHED_SLICE_US_MIN ? slice_us : WSCHED_SLICE_US_MIN;
 	if (observe && !hints)
 		die_usage("--hints-observe excludes %s: it needs the hint socket", "--no-hints");
 
@@ -414,6 +432,7 @@ int main(int argc, char **argv)
 			skel->struct_ops.wsched_ops->hotplug_seq = seq;
 		/* No SCX_ENUM_INIT(): the BPF side relocates its enums (CO-RE). */
 		skel->rodata->slice_ns = slice_us * 1000ULL;
+		skel->rodata->min_slice_ns = min_slice_us * 1000ULL;
 		skel->rodata->grace_ns = grace_us * 1000ULL;
 		skel->rodata->hint_observe = observe;
 		skel->rodata->nr_cpus = nr_cpus;

@@ -122,11 +122,14 @@ TEST_F_TIMEOUT(load, stats_json, 60)
 /* Out-of-range or malformed arguments: status 2, nothing loaded. */
 TEST_F(load, bad_args_fail)
 {
-	const char *cases[][4] = {
+	const char *cases[][5] = {
 		{ "--slice-us", "0", NULL },
 		{ "--slice-us", "99", NULL },
 		{ "--slice-us", "100001", NULL },
 		{ "--slice-us", "5ms", NULL },
+		{ "--slice-min-us", "99", NULL },
+		{ "--slice-min-us", "5001", NULL },		/* above the default base */
+		{ "--slice-min-us", "2000", "--slice-us", "1000", NULL },
 		{ "--stats", "0", NULL },
 		{ "--stats", "-1", NULL },
 		{ "--stats", "3601", NULL },

@@ -171,6 +171,80 @@ TEST_F_TIMEOUT(sched, fairness_nice, 60)
 	EXPECT_EQ(0, stop_sched(&self->pid));
 }
 
+/* Involuntary context switches of process @pid so far, or -1. */
+static long long nonvoluntary_switches(pid_t pid)
+{
+	char path[64], line[256];
+	long long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "nonvoluntary_ctxt_switches: %lld", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Preemptions of three hogs sharing CPU 2 during 2 s under the loader
+ * started with @args (the fixture's loader is replaced); -1 on failure. */
+static long long crowded_preemptions(struct __test_metadata *_metadata,
+				     FIXTURE_DATA(sched) *self, const char *const *args)
+{
+	long long a[3], b[3], sum = 0;
+	cpu_set_t cpu2;
+	int i;
+
+	if (self->pid > 0 && ws_stop(self->pid))
+		return -1;
+	self->pid = ws_start(args, OUT_FILE, ERR_FILE);
+	if (self->pid <= 0)
+		return -1;
+	CPU_ZERO(&cpu2);
+	CPU_SET(2, &cpu2);
+	for (i = 0; i < 3; i++)
+		if (ws_hog_start(&self->hogs, 0, &cpu2) < 0)
+			return -1;
+	ws_sleep(0.5);
+	for (i = 0; i < 3; i++)
+		a[i] = nonvoluntary_switches(self->hogs.pid[i]);
+	ws_sleep(2.0);
+	for (i = 0; i < 3; i++) {
+		b[i] = nonvoluntary_switches(self->hogs.pid[i]);
+		if (a[i] < 0 || b[i] < a[i])
+			return -1;
+		sum += b[i] - a[i];
+	}
+	ws_hogs_stop(&self->hogs);
+	return sum;
+}
+
+/*
+ * --slice-min-us sets what a crowded CPU cuts slices down to: three hogs
+ * on one CPU with a 20 ms base slice are cut to 2.5 ms by default (so each
+ * runs to the next tick), and run their full 20 ms with --slice-min-us
+ * 20000: at most 1.5 x 2 s / 20 ms preemptions in 2 s, and at most half as
+ * many as with the default.
+ */
+TEST_F_TIMEOUT(sched, slice_min_sets_the_crowded_slice, 60)
+{
+	const char *dfl[] = { "--slice-us", "20000", NULL };
+	const char *full[] = { "--slice-us", "20000", "--slice-min-us", "20000", NULL };
+	long long cut, kept;
+
+	cut = crowded_preemptions(_metadata, self, dfl);
+	ASSERT_LE(0, cut);
+	kept = crowded_preemptions(_metadata, self, full);
+	ASSERT_LE(0, kept);
+	TH_LOG("preemptions of 3 hogs on one CPU in 2 s: %lld with the default minimum slice, %lld with --slice-min-us 20000",
+	       cut, kept);
+	EXPECT_GE(150, kept);
+	EXPECT_GE(cut / 2, kept);
+	EXPECT_EQ(0, stop_sched(&self->pid));
+}
+
 /*
  * A SCHED_IDLE hog shares CPU 2 with a nice 0 hog: it gets a small share
  * but is not starved. A hog in a child cgroup on CPU 3 is scheduled like
