@@ -1091,7 +1091,6 @@ void BPF_STRUCT_OPS(wsched_enable, struct task_struct *p)
 	scx_bpf_task_set_dsq_vtime(p, vtime_now);
 }
 
-
 s32 BPF_STRUCT_OPS_SLEEPABLE(wsched_init)
 {
 	s32 ret;
