@@ -644,6 +644,43 @@ static pid_t start_spinner(struct spin_shared *sh, enum spin_mode mode)
 	return kid;
 }
 
+/* A spinner in @mode and a nice-0 hog, both on HOG_CPU. */
+struct beside_hog {
+	struct spin_shared *sh;
+	struct ws_hogs hogs;
+	pid_t kid;
+};
+
+static void beside_hog_stop(struct beside_hog *b)
+{
+	if (b->kid > 0) {
+		kill(b->kid, SIGKILL);
+		waitpid(b->kid, NULL, 0);
+	}
+	ws_hogs_stop(&b->hogs);
+	if (b->sh)
+		munmap(b->sh, sizeof(*b->sh));
+}
+
+/* 0 once the spinner is ready and the hog started; -1 (all stopped) if not. */
+static int beside_hog_start(struct beside_hog *b, enum spin_mode mode)
+{
+	cpu_set_t one;
+
+	memset(b, 0, sizeof(*b));
+	b->sh = shared_mem(sizeof(*b->sh));
+	if (!b->sh || ws_hogs_init(&b->hogs))
+		goto fail;
+	b->kid = start_spinner(b->sh, mode);
+	CPU_ZERO(&one);
+	CPU_SET(HOG_CPU, &one);
+	if (b->kid > 0 && wait_flag(&b->sh->ready, 1, 20) && ws_hog_start(&b->hogs, 0, &one) >= 0)
+		return 0;
+fail:
+	beside_hog_stop(b);
+	return -1;
+}
+
 TEST_F_TIMEOUT(hint, foreign_tids_in_own_slots_give_no_grace, 60)
 {
 	struct spin_shared *victim = shared_mem(sizeof(*victim));
@@ -898,26 +935,18 @@ struct cs_short {
 
 static int cs_short_run(struct cs_short *r, enum spin_mode mode)
 {
-	struct spin_shared *sh = shared_mem(sizeof(*sh));
 	struct wsched_stats s0, s1;
-	struct ws_hogs hogs;
-	cpu_set_t one;
-	pid_t kid;
+	struct beside_hog b;
 	int ret = -1;
 
-	if (!sh || ws_hogs_init(&hogs))
+	if (beside_hog_start(&b, mode))
 		return -1;
-	kid = start_spinner(sh, mode);
-	if (kid <= 0)
-		return -1;
-	CPU_ZERO(&one);
-	CPU_SET(HOG_CPU, &one);
-	if (!wait_flag(&sh->ready, 1, 20) || ws_hog_start(&hogs, 0, &one) < 0 || read_stats(&s0))
+	if (read_stats(&s0))
 		goto out;
 	ws_sleep(3);
 	if (read_stats(&s1))
 		goto out;
-	r->sections = sh->sections;
+	r->sections = b.sh->sections;
 	r->granted = s1.nr_grace_granted - s0.nr_grace_granted;
 	r->overrun = s1.nr_grace_overrun - s0.nr_grace_overrun;
 	r->yielded = s1.nr_grace_yielded - s0.nr_grace_yielded;
@@ -925,10 +954,7 @@ static int cs_short_run(struct cs_short *r, enum spin_mode mode)
 	r->cs_yielded = s1.nr_cs_yielded - s0.nr_cs_yielded;
 	ret = 0;
 out:
-	kill(kid, SIGKILL);
-	waitpid(kid, NULL, 0);
-	ws_hogs_stop(&hogs);
-	munmap(sh, sizeof(*sh));
+	beside_hog_stop(&b);
 	return ret;
 }
 
@@ -987,41 +1013,28 @@ struct cs_forever {
 
 static int cs_forever_run(struct cs_forever *r)
 {
-	struct spin_shared *sh = shared_mem(sizeof(*sh));
 	unsigned long long h0[1], h1[1], c0, c1;
-	struct ws_hogs hogs;
-	cpu_set_t one;
-	pid_t kid;
+	struct beside_hog b;
 	double secs = 3;
 	int ret = -1;
 
-	if (!sh || ws_hogs_init(&hogs))
+	if (beside_hog_start(&b, SPIN_CS_FOREVER))
 		return -1;
-	kid = start_spinner(sh, SPIN_CS_FOREVER);
-	if (kid <= 0)
-		return -1;
-	CPU_ZERO(&one);
-	CPU_SET(HOG_CPU, &one);
-	if (!wait_flag(&sh->ready, 1, 20) || ws_hog_start(&hogs, 0, &one) < 0)
-		goto out;
 	ws_sleep(0.5);
 	if (read_stats(&r->s0))
 		goto out;
-	ws_hogs_snapshot(&hogs, h0);
-	c0 = sh->cpu_ns;
+	ws_hogs_snapshot(&b.hogs, h0);
+	c0 = b.sh->cpu_ns;
 	ws_sleep(secs);
-	ws_hogs_snapshot(&hogs, h1);
-	c1 = sh->cpu_ns;
+	ws_hogs_snapshot(&b.hogs, h1);
+	c1 = b.sh->cpu_ns;
 	if (read_stats(&r->s1))
 		goto out;
 	r->hog_share = (h1[0] - h0[0]) / (secs * 1e9);
 	r->cs_share = (c1 - c0) / (secs * 1e9);
 	ret = 0;
 out:
-	kill(kid, SIGKILL);
-	waitpid(kid, NULL, 0);
-	ws_hogs_stop(&hogs);
-	munmap(sh, sizeof(*sh));
+	beside_hog_stop(&b);
 	return ret;
 }
 

@@ -190,8 +190,7 @@ static long long nonvoluntary_switches(pid_t pid)
 
 /* Preemptions of three hogs sharing CPU 2 during 2 s under the loader
  * started with @args (the fixture's loader is replaced); -1 on failure. */
-static long long crowded_preemptions(struct __test_metadata *_metadata,
-				     FIXTURE_DATA(sched) *self, const char *const *args)
+static long long crowded_preemptions(FIXTURE_DATA(sched) *self, const char *const *args)
 {
 	long long a[3], b[3], sum = 0;
 	cpu_set_t cpu2;
@@ -234,9 +233,9 @@ TEST_F_TIMEOUT(sched, slice_min_sets_the_crowded_slice, 60)
 	const char *full[] = { "--slice-us", "20000", "--slice-min-us", "20000", NULL };
 	long long cut, kept;
 
-	cut = crowded_preemptions(_metadata, self, dfl);
+	cut = crowded_preemptions(self, dfl);
 	ASSERT_LE(0, cut);
-	kept = crowded_preemptions(_metadata, self, full);
+	kept = crowded_preemptions(self, full);
 	ASSERT_LE(0, kept);
 	TH_LOG("preemptions of 3 hogs on one CPU in 2 s: %lld with the default minimum slice, %lld with --slice-min-us 20000",
 	       cut, kept);
