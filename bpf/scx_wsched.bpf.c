@@ -18,7 +18,7 @@
  *   goes to the waker's deque (nr_wake_sync_local), where the waker's CPU
  *   takes it if the waker sleeps and a kicked thief steals it if not.
  * - Enqueue: the task joins the deque of the CPU it is assigned to
- *   (scx_bpf_task_cpu(), which is always in its allowed mask, and is the
+ *   (task_cpu_of(), which is always in its allowed mask, and is the
  *   pinned CPU of a migration-disabled task), and that CPU is kicked out of
  *   idle. If the deque already held waiting work, one idle CPU the task may
  *   run on is claimed and kicked too, with a hint naming the loaded deque, so
@@ -507,7 +507,7 @@ static __always_inline void kick_thief(struct task_struct *p, s32 victim)
  */
 static __always_inline bool may_run_on(struct task_struct *p, s32 cpu)
 {
-	if (scx_bpf_task_cpu(p) == cpu)
+	if (task_cpu_of(p) == cpu)
 		return true;
 	if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 		return false;
@@ -684,7 +684,7 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
 
 void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 {
-	s32 cpu = scx_bpf_task_cpu(p), waiting;
+	s32 cpu = task_cpu_of(p), waiting;
 	u64 vtime = p->scx.dsq_vtime;
 	u32 state;
 
@@ -776,7 +776,7 @@ void BPF_STRUCT_OPS(wsched_dispatch, s32 cpu, struct task_struct *prev)
 void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
 {
 	const struct cpumask *online;
-	s32 cpu = scx_bpf_task_cpu(p), waiting, thief;
+	s32 cpu = task_cpu_of(p), waiting, thief;
 
 	wsched_hint_tick(p);	/* a grace for a critical section, first */
 	if (cpu < 0 || (u32)cpu >= nr_cpus)
@@ -830,7 +830,7 @@ static __always_inline bool yield_towards(struct task_struct *from, struct task_
 	u64 dsq_id;
 
 	cpu = bpf_get_smp_processor_id();
-	tcpu = scx_bpf_task_cpu(to);
+	tcpu = task_cpu_of(to);
 	if (tcpu < 0 || (u32)tcpu >= nr_cpus)
 		return false;
 	dsq = to->scx.dsq;
@@ -991,7 +991,7 @@ bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *
  * A waking task keeps at most one base slice of credit against vtime_now,
  * and, on a crowded CPU whose deque head lags vtime_now (by up to
  * LAG_SLICES slices), it is placed no further than one slice behind that
- * head (scx_bpf_task_cpu() is already the CPU select_cpu chose): it waits
+ * head (task_cpu_of() is already the CPU select_cpu chose): it waits
  * for the tasks within a slice of the head, not for every laggard's
  * LAG_SLICES slices (rcu_preempt waited 330 ms under stress-ng, and a
  * runnable 8.8 s in an RCU stall report of an earlier 60 s hostile-hints
