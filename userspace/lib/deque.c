@@ -13,6 +13,7 @@ struct ws_deque_buf;
 static struct ws_deque_buf *ws__buf_alloc(int64_t cap);
 static void ws__buf_free(struct ws_deque_buf *a);
 
+#define WS_DQ_NOMEM (-ENOMEM)
 #include "deque_impl.h"
 
 static struct ws_deque_buf *ws__buf_alloc(int64_t cap)
@@ -67,7 +68,7 @@ void ws_deque_destroy(struct ws_deque *dq)
 
 int ws_deque_push(struct ws_deque *dq, void *item)
 {
-	return ws__dq_push(dq, item) ? -ENOMEM : 0;
+	return ws__dq_push(dq, item);
 }
 
 bool ws_deque_pop(struct ws_deque *dq, void **item)

@@ -29,6 +29,9 @@
  *   thief sees the reduced bottom; never neither, so an item is never taken
  *   twice. Weakening this fence to acq_rel is a known bug (it allows exactly
  *   that double take).
+ *   Pop reads slot b before that fence: slots are written only by the owner
+ *   (push, resize), so the value is the same on either side of it, and the
+ *   item is used only if the checks after the fence say it is ours.
  * - the last item (t == b after the decrement) is raced for with a seq_cst
  *   CAS on top by both pop and steal; the loser backs off.
  * - steal reads top with acquire, fences seq_cst, reads bottom with acquire,
@@ -81,6 +84,16 @@
  * double take. Never change it in the library. */
 #ifndef WS_DQ_TAKE_FENCE
 #define WS_DQ_TAKE_FENCE WS_MO_SC
+#endif
+
+/* Slow paths kept out of line (not "cold": gcc then moves the fast path's
+ * epilogue into the cold section too). */
+#ifndef WS_DQ_COLD
+#define WS_DQ_COLD	__attribute__((noinline))
+#endif
+/* What push returns when it cannot grow (deque.c: -ENOMEM). */
+#ifndef WS_DQ_NOMEM
+#define WS_DQ_NOMEM	(-1)
 #endif
 
 #define WS_DQ_MIN_CAP	16
@@ -191,22 +204,9 @@ static struct ws_deque_buf *ws__dq_resize(struct ws_deque *dq, struct ws_deque_b
 	return n;
 }
 
-static int ws__dq_push(struct ws_deque *dq, void *x)
+/* Owner: the end of push, once slot b is known to be free in @a. */
+static inline void ws__dq_publish(struct ws_deque *dq, struct ws_deque_buf *a, int64_t b, void *x)
 {
-	int64_t b = ws_ld(&dq->bottom, WS_MO_RLX);
-	/* acquire: pairs with the thieves' CAS on top, so a slot is reused only
-	 * after the thief that took its previous item has read it. */
-	int64_t t = ws_ld(&dq->top, WS_MO_ACQ);
-	struct ws_deque_buf *a = ws_ld(&dq->buf, WS_MO_RLX);	/* owner wrote it */
-
-	if (ws_unlikely(b - t >= a->cap)) {
-		if (a->cap >= WS_DQ_MAX_CAP)
-			return -1;
-		a = ws__dq_resize(dq, a, t, b, a->cap * 2);	/* use the NEW buffer */
-		if (!a)
-			return -1;
-		ws__dq_count(&dq->nr_grows);
-	}
 	ws__dq_slot_st(a, b, x);
 #ifndef WS_NO_FENCES
 	/* release fence: orders the slot store before the bottom store; pairs
@@ -217,6 +217,35 @@ static int ws__dq_push(struct ws_deque *dq, void *x)
 	/* release: the same pairing, as an operation. */
 	ws_st(&dq->bottom, b + 1, WS_MO_REL);
 #endif
+}
+
+/* Owner: push into a full buffer. Out of line, so that push's fast path
+ * calls nothing and needs no stack frame (saved registers are stores that
+ * the next pop's fence would wait for). */
+static WS_DQ_COLD int ws__dq_push_grow(struct ws_deque *dq, struct ws_deque_buf *a,
+				       int64_t t, int64_t b, void *x)
+{
+	if (a->cap >= WS_DQ_MAX_CAP)
+		return WS_DQ_NOMEM;
+	a = ws__dq_resize(dq, a, t, b, a->cap * 2);	/* use the NEW buffer */
+	if (!a)
+		return WS_DQ_NOMEM;
+	ws__dq_count(&dq->nr_grows);
+	ws__dq_publish(dq, a, b, x);
+	return 0;
+}
+
+static int ws__dq_push(struct ws_deque *dq, void *x)
+{
+	int64_t b = ws_ld(&dq->bottom, WS_MO_RLX);
+	/* acquire: pairs with the thieves' CAS on top, so a slot is reused only
+	 * after the thief that took its previous item has read it. */
+	int64_t t = ws_ld(&dq->top, WS_MO_ACQ);
+	struct ws_deque_buf *a = ws_ld(&dq->buf, WS_MO_RLX);	/* owner wrote it */
+
+	if (ws_unlikely(b - t >= a->cap))
+		return ws__dq_push_grow(dq, a, t, b, x);
+	ws__dq_publish(dq, a, b, x);
 	return 0;
 }
 
@@ -224,8 +253,11 @@ static int ws__dq_pop(struct ws_deque *dq, void **out)
 {
 	int64_t b = ws_ld(&dq->bottom, WS_MO_RLX) - 1;
 	struct ws_deque_buf *a = ws_ld(&dq->buf, WS_MO_RLX);	/* owner wrote it */
-	int64_t t;
-	void *x;
+	int64_t cap = a->cap, min_cap = dq->min_cap, t;
+	/* Read before the fence: only the owner writes slots (push and resize),
+	 * so slot b holds the same value before and after it, and the load
+	 * leaves the path that waits for the fence. Unused when empty. */
+	void *x = ws__dq_slot_ld(a, b);
 
 #ifndef WS_NO_FENCES
 	ws_st(&dq->bottom, b, WS_MO_RLX);
@@ -244,7 +276,6 @@ static int ws__dq_pop(struct ws_deque *dq, void **out)
 		ws__dq_reclaim(dq);
 		return 0;
 	}
-	x = ws__dq_slot_ld(a, b);
 	if (t == b) {
 		/* Last item: race the thieves. seq_cst as in Le et al.; a failed
 		 * CAS only needs to know it failed. */
@@ -253,9 +284,9 @@ static int ws__dq_pop(struct ws_deque *dq, void **out)
 		ws_st(&dq->bottom, b + 1, WS_MO_RLX);
 		if (!won)
 			return 0;
-	} else if (ws_unlikely(a->cap > dq->min_cap && (b - t) <= a->cap / 8)) {
+	} else if (ws_unlikely(cap > min_cap && (b - t) <= cap / 8)) {
 		/* After a burst: halve. Failure to allocate just keeps the old one. */
-		if (ws__dq_resize(dq, a, t, b, a->cap / 2))
+		if (ws__dq_resize(dq, a, t, b, cap / 2))
 			ws__dq_count(&dq->nr_shrinks);
 	}
 	*out = x;
