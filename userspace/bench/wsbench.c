@@ -33,7 +33,9 @@
  * is its efficiency (bench-coop's bench=multiprog). sys_busy_cpus is the
  * average number of CPUs the whole system kept busy meanwhile (/proc/stat's
  * idle time, in clock ticks: coarse for runs shorter than a second, and
- * held to 0..CPUs; -1 if unreadable).
+ * held to 0..CPUs; -1 if unreadable). csw_voluntary and csw_involuntary
+ * are the context switches of all its threads during the timed runs
+ * (getrusage: blocking or yielding, and preemption).
  *
  * --ready-file PATH starts several programs together: after its setup
  * (runtime started, inputs and references computed) the program creates
@@ -57,6 +59,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -89,7 +92,8 @@ static const char usage_text[] =
 	"timing (to start several programs together).\n"
 	"JSON: seconds_median/_min of the R runs; cpu_seconds, the CPU time of all\n"
 	"threads during the R timed runs; p_a = cpu_seconds / their wall time;\n"
-	"sys_busy_cpus, the CPUs busy in the whole system meanwhile (/proc/stat).\n"
+	"sys_busy_cpus, the CPUs busy in the whole system meanwhile (/proc/stat);\n"
+	"csw_voluntary/_involuntary, the context switches of all threads then.\n"
 	"See the comment at the top of userspace/bench/wsbench.c.\n";
 
 static void die_usage(const char *fmt, const char *arg)
@@ -178,13 +182,30 @@ static double sys_busy_now(void)
 	return n * t - (double)(v[3] + v[4]) / (double)hz;
 }
 
-/* The timed runs: wall, process CPU time and system busy time, summed over
- * the runs for cpu_seconds, p_a and sys_busy_cpus. */
+/* Context switches of every thread of the process so far (getrusage:
+ * voluntary ones block or yield, involuntary ones are preemptions). */
+static void csw_now(long *vol, long *invol)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru)) {
+		*vol = *invol = 0;
+		return;
+	}
+	*vol = ru.ru_nvcsw;
+	*invol = ru.ru_nivcsw;
+}
+
+/* The timed runs: wall, process CPU time, system busy time and context
+ * switches, summed over the runs for cpu_seconds, p_a, sys_busy_cpus,
+ * csw_voluntary and csw_involuntary. */
 static double run_t0, run_c0, run_b0, wall_total, cpu_total, busy_total;
+static long run_v0, run_i0, csw_vol_total, csw_invol_total;
 
 static void run_begin(void)
 {
 	run_b0 = sys_busy_now();
+	csw_now(&run_v0, &run_i0);
 	run_t0 = now();
 	run_c0 = cpu_now();
 }
@@ -192,7 +213,11 @@ static void run_begin(void)
 static double run_end(void)
 {
 	double c = cpu_now(), w = now() - run_t0;
+	long v, i;
 
+	csw_now(&v, &i);
+	csw_vol_total += v - run_v0;
+	csw_invol_total += i - run_i0;
 	cpu_total += c - run_c0;
 	wall_total += w;
 	busy_total += sys_busy_now() - run_b0;
@@ -246,6 +271,7 @@ struct result {
 	char args[96];
 	double median, min;
 	double cpu_seconds, p_a, sys_busy_cpus;
+	long csw_vol, csw_invol;
 	bool ok;
 	char extra[512];	/* JSON fragment: ", \"k\": v, ..." */
 };
@@ -256,10 +282,11 @@ static void emit(const struct result *r, bool json)
 		printf("{\"bench\": \"%s\", \"runtime\": \"%s\", \"workers\": %d, \"args\": \"%s\", "
 		       "\"seconds_median\": %.6f, \"seconds_min\": %.6f, \"repeat\": %d, "
 		       "\"cpu_seconds\": %.6f, \"p_a\": %.3f, \"sys_busy_cpus\": %.2f, "
+		       "\"csw_voluntary\": %ld, \"csw_involuntary\": %ld, "
 		       "\"result_ok\": %s%s}\n",
 		       r->bench, r->runtime, r->workers, r->args, r->median, r->min, r->repeat,
 		       r->cpu_seconds, r->p_a, isnan(r->sys_busy_cpus) ? -1.0 : r->sys_busy_cpus,
-		       r->ok ? "true" : "false", r->extra);
+		       r->csw_vol, r->csw_invol, r->ok ? "true" : "false", r->extra);
 	} else {
 		printf("%-8s %-22s %-7s workers=%-3d median %10.6f s  min %10.6f s  (%d runs)  "
 		       "P_A %.2f  %s\n",
@@ -777,6 +804,8 @@ out:
 	res.min = secs[0];
 	res.median = repeat % 2 ? secs[repeat / 2] : (secs[repeat / 2 - 1] + secs[repeat / 2]) / 2;
 	res.cpu_seconds = cpu_total;
+	res.csw_vol = csw_vol_total;
+	res.csw_invol = csw_invol_total;
 	res.p_a = wall_total > 0 ? cpu_total / wall_total : 0;
 	/* /proc/stat counts idle time in USER_HZ ticks (10 ms): over a timed
 	 * part that short the difference is off by up to a tick per CPU

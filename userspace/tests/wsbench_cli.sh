@@ -66,7 +66,8 @@ for rt in wsched serial; do
 		run --json --runtime $rt --workers 1 --repeat 2 $b
 		for f in '"bench": "'"${b%% *}"'"' '"runtime": "'$rt'"' '"workers": 1' \
 			'"args": "' '"seconds_median": [0-9]' '"seconds_min": [0-9]' '"repeat": 2' \
-			'"cpu_seconds": [0-9]' '"p_a": [0-9]' '"sys_busy_cpus": [0-9]' '"result_ok": true'; do
+			'"cpu_seconds": [0-9]' '"p_a": [0-9]' '"sys_busy_cpus": [0-9]' \
+			'"csw_voluntary": [0-9][0-9]*,' '"csw_involuntary": [0-9][0-9]*,' '"result_ok": true'; do
 			if [ "$rc" != 0 ] || ! grep -q -- "$f" "$OUT/stdout"; then
 				bad=1
 				diag+=("$rt $b: exit $rc, no $f in: $(cat "$OUT/stdout" "$OUT/stderr")")
