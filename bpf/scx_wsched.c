@@ -370,9 +370,8 @@ int main(int argc, char **argv)
 			prog, slice_us, min_slice_us);
 		return EX_USAGE;
 	}
-	if (!min_slice_us)	/* 1/8 of the base, but not below 100 us unless the base is */
-		min_slice_us = slice_us / 8 > WSCHED_SLICE_US_MIN ? slice_us / 8 :
-			       slice_us < WSCHED_SLICE_US_MIN ? slice_us : WSCHED_SLICE_US_MIN;
+	if (!min_slice_us)	/* 1/8 of the base, not below 100 us (the base is not) */
+		min_slice_us = slice_us / 8 > WSCHED_SLICE_US_MIN ? slice_us / 8 : WSCHED_SLICE_US_MIN;
 	if (observe && !hints)
 		die_usage("--hints-observe excludes %s: it needs the hint socket", "--no-hints");
 
