@@ -44,8 +44,8 @@
  * - Fairness: p->scx.dsq_vtime advances by the task's run time scaled by
  *   100/weight (nice 0 = weight 100), so within a deque tasks run in
  *   proportion to their weights. One global vtime_now (the largest vtime a
- *   running task started with, but never advancing faster than the wall
- *   clock, which a light task's vtime does) bounds the lag of any task to
+ *   task started a run with, but moved by no run further than the CPU time
+ *   it had, which a light task's vtime outruns) bounds the lag of any task to
  *   LAG_SLICES base slices (vtime_floor(): in ops.enqueue, ops.stopping and
  *   when prev competes with a deque head) and its lead to LEAD_SLICES
  *   (vtime_clamp(), ops.stopping: a light task's debt from running alone is
@@ -1041,24 +1041,46 @@ void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
 	cur_start[cpu & CPU_MASK] = now;
 	cur_tgid[cpu & CPU_MASK] = p->tgid;
 	cur_pid[cpu & CPU_MASK] = p->pid;
-	/*
-	 * Racy max: see "accepted races" at the top. It may not run ahead of
-	 * the wall clock (plus a slice): no task of nice 0 or heavier gains
-	 * vtime faster than that, but a light one does (its runs are charged
-	 * 100/weight times over; a nice-19 kthread's one tick is 400 ms), and
-	 * following it would move every task's lag floor and every wakeup's
-	 * place that far ahead: wakeups then queued behind every task already
-	 * waiting (test wakeup_not_behind_a_light_tasks_clock: 370 ms per
-	 * wakeup beside 8 hogs before, 2 ms after).
-	 */
-	if (time_before(vtime_now, p->scx.dsq_vtime)) {
-		u64 lim = vtime_now + slice_ns;
+}
 
-		if (time_before(vtime_now_at, now))
-			lim += now - vtime_now_at;
-		vtime_now = time_before(lim, p->scx.dsq_vtime) ? lim : p->scx.dsq_vtime;
-		vtime_now_at = now;
-	}
+/*
+ * vtime_now follows the largest vtime a task started a run with (@vt, its
+ * vtime before the run is charged; racy max: see "accepted races" at the
+ * top), but one run moves it by no more than the CPU time the task had in
+ * it (@ran, before any thief surcharge), nor by more than a slice plus the
+ * wall time since its last advance. A task of nice 0 or heavier that started no further
+ * ahead than its run's length never meets the bound. A light task's run is
+ * charged 100/weight times over (a nice-19 task's 20 ms is 1.4 s), which
+ * keeps it at vtime_clamp()'s lead bound, LEAD_SLICES ahead of vtime_now.
+ * With only the wall-time limit it was a ratchet: each run moved vtime_now
+ * by a slice plus the time since the last advance, the lead bound moved
+ * with it and the next run led again. Once the tasks of a crowded CPU (8
+ * hogs, each gaining an eighth of the wall time) fell behind, no advance of
+ * theirs renewed the limit and vtime_now ran at wall-clock speed: their
+ * deque sat at the lag floor, and every wakeup there queued behind the
+ * tasks already waiting (tests wakeup_not_behind_a_frequent_light_task: a
+ * mean of 42 ms per wakeup in every run with a light task spinning 2 ms per
+ * 40 ms, 3-6 ms now; wakeup_not_behind_a_light_tasks_clock, 20 ms per
+ * 400 ms: about one run in 17 with a mean of 88 ms, 2-4 ms now; 370 ms
+ * when vtime_now followed such a task without any limit). Run at the end
+ * of the run, so vtime_now moves one run later than when ops.running did
+ * it; moving it to the charged vtime instead put wakeups one run further
+ * back (a mean of 9 ms instead of 3 in the second test).
+ */
+static __always_inline void vtime_now_advance(u64 vt, u64 ran, u64 now)
+{
+	u64 lim;
+
+	if (!time_before(vtime_now, vt))
+		return;
+	lim = slice_ns;
+	if (time_before(vtime_now_at, now))
+		lim += now - vtime_now_at;
+	if (ran < lim)
+		lim = ran;
+	lim += vtime_now;
+	vtime_now = time_before(lim, vt) ? lim : vt;
+	vtime_now_at = now;
 }
 
 /*
@@ -1069,7 +1091,7 @@ void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
 void BPF_STRUCT_OPS(wsched_stopping, struct task_struct *p, bool runnable)
 {
 	s32 cpu = task_cpu_of(p);
-	u64 sum = p->se.sum_exec_runtime, ran;
+	u64 sum = p->se.sum_exec_runtime, ran, charge, vt;
 
 	if (cur_pid[cpu & CPU_MASK] != (u32)p->pid)
 		return;
@@ -1078,12 +1100,14 @@ void BPF_STRUCT_OPS(wsched_stopping, struct task_struct *p, bool runnable)
 	ran = sum - cur_sum[cpu & CPU_MASK];
 	if ((s64)ran <= 0)
 		return;
+	charge = ran;
 	if (wsched_hint_stopping(p, runnable)) {
-		ran *= WS_THIEF_CHARGE;
+		charge *= WS_THIEF_CHARGE;
 		STAT_INC(nr_thief_demotions);
 	}
-	scx_bpf_task_set_dsq_vtime(p, vtime_clamp(p->scx.dsq_vtime +
-						  scale_by_task_weight_inverse(p, ran)));
+	vt = p->scx.dsq_vtime;
+	vtime_now_advance(vt, ran, scx_bpf_now());
+	scx_bpf_task_set_dsq_vtime(p, vtime_clamp(vt + scale_by_task_weight_inverse(p, charge)));
 }
 
 void BPF_STRUCT_OPS(wsched_enable, struct task_struct *p)
