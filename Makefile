@@ -44,9 +44,10 @@ override LAB := 1
 endif
 endif
 export LAB
-# KERNEL=sid or KERNEL=ubuntu-6.14 (6.17, 7.0): boot Debian sid's or an
+# KERNEL=sid, KERNEL=debian-6.12 or KERNEL=ubuntu-6.14 (6.17, 7.0): boot
+# Debian sid's kernel, a 6.12 built from Debian's linux-source-6.12, or an
 # Ubuntu kernel in the guest instead of the default (trixie-backports) one;
-# `scripts/lab setup --kernel NAME` fetches it (the guest targets call it).
+# `scripts/lab setup --kernel NAME` sets it up (the guest targets call it).
 ifdef KERNEL
 export WSCHED_LAB_KERNEL := $(KERNEL)
 endif
@@ -78,7 +79,7 @@ help:
 	@echo '  clean        remove build/'
 	@echo
 	@echo 'variables: LAB=auto|0|1 (build in the lab rootfs), V=1 (verbose),'
-	@echo '  KERNEL=default|sid|ubuntu-6.14|ubuntu-6.17|ubuntu-7.0 (the kernel the lab guest boots),'
+	@echo '  KERNEL=default|sid|debian-6.12|ubuntu-6.14|ubuntu-6.17|ubuntu-7.0 (the kernel the lab guest boots),'
 	@echo '  LAB_CPUS (vCPUs of the guest, default 4; STRESS_CPUS for stress-guest, 16),'
 	@echo '  KDIR (kernel build dir, default /lib/modules/$$(uname -r)/build),'
 	@echo '  CC, CLANG, BPFTOOL, KSFT_INC (kselftest harness headers)'

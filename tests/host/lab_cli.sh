@@ -13,7 +13,7 @@ LAB=$TOP/scripts/lab
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
-tap_plan 18
+tap_plan 19
 
 # lab ARGS... : runs scripts/lab, leaves its status in $rc, output in files.
 lab() { "$LAB" "$@" >"$OUT/stdout" 2>"$OUT/stderr"; rc=$?; }
@@ -26,6 +26,7 @@ bad=0 diag=()
 for args in "run --cpus 0 -- true" "run --cpus 65 -- true" "run --mem 12X -- true" \
 	"run --timeout abc -- true" "run --bogus -- true" "run --kernel bogus -- true" \
 	"setup --kernel bogus" "run --kernel ubuntu-9.9 -- true" "setup --kernel ubuntu-6" \
+	"setup --kernel debian-6.13" "run --kernel debian-7.3 -- true" \
 	"run" "exec" "frobnicate"; do
 	# shellcheck disable=SC2086
 	lab $args
@@ -175,6 +176,18 @@ else
 	lab run --kernel sid -- uname -r
 	tap_result $([ $rc = 0 ] && [ "$(cat "$OUT/stdout")" = "$sidver" ]; echo $?) "run_kernel_sid" \
 		"exit $rc, want $sidver" "$(cat "$OUT/stdout" "$OUT/stderr")"
+fi
+
+# --kernel debian-6.12 boots the lab's own 6.12 build, with sched_ext,
+# when the lab has it.
+k612=$(sed -n 's/^KVER=//p' "$("$LAB" info | sed -n 's/^lab dir: *//p')/rootfs/etc/wsched-lab-kernel-debian-6.12" 2>/dev/null)
+if [ -z "$k612" ]; then
+	tap_skip "run_kernel_debian_6_12" "no 6.12 kernel in the lab (scripts/lab setup --kernel debian-6.12)"
+else
+	lab run --kernel debian-6.12 -- sh -c 'uname -r; cat /sys/kernel/sched_ext/state'
+	tap_result $([ $rc = 0 ] && [ "$(cat "$OUT/stdout")" = "$k612
+disabled" ]; echo $?) "run_kernel_debian_6_12" \
+		"exit $rc, want $k612 and sched_ext disabled" "$(cat "$OUT/stdout" "$OUT/stderr")"
 fi
 
 # a tree under /tmp (where a CI clone may be) is visible in the guest,
