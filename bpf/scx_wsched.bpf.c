@@ -1048,8 +1048,9 @@ void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
  * vtime before the run is charged; racy max: see "accepted races" at the
  * top), but one run moves it by no more than the CPU time the task had in
  * it (@ran, before any thief surcharge), nor by more than a slice plus the
- * wall time since its last advance. A task of nice 0 or heavier that started no further
- * ahead than its run's length never meets the bound. A light task's run is
+ * wall time since its last advance. A task of nice 0 or heavier that
+ * started no further ahead than its run's length never meets the bound. A
+ * light task's run is
  * charged 100/weight times over (a nice-19 task's 20 ms is 1.4 s), which
  * keeps it at vtime_clamp()'s lead bound, LEAD_SLICES ahead of vtime_now.
  * With only the wall-time limit it was a ratchet: each run moved vtime_now

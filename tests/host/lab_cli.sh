@@ -15,6 +15,9 @@ trap 'rm -rf "$OUT"' EXIT
 
 tap_plan 19
 
+# The lab's cache directory (its rootfs, .made-dirs).
+labdir=$("$LAB" info | sed -n 's/^lab dir: *//p')
+
 # lab ARGS... : runs scripts/lab, leaves its status in $rc, output in files.
 lab() { "$LAB" "$@" >"$OUT/stdout" 2>"$OUT/stderr"; rc=$?; }
 
@@ -104,7 +107,6 @@ tap_result $ok "run_prunes_only_finished_runs" "exit $rc, live dirs kept $live o
 # -e, the run exit 1 after CMD exited 0 (seen in CI). The cleanup runs in
 # the last run to end, so with other runs going on beside this one (make
 # check) it may happen in theirs instead; run alone, this run does it.
-labdir=$("$LAB" info | sed -n 's/^lab dir: *//p')
 echo "/0-wsched-stale-$$" >>"$labdir/.made-dirs"
 lab run -- true
 tap_result $([ $rc = 0 ]; echo $?) "run_cleanup_keeps_cmd_status" "exit $rc" "$(cat "$OUT/stderr")"
@@ -168,8 +170,11 @@ retries=$(grep -c "died before reaching init; retrying" "$OUT/stderr")
 tap_result $([ $rc = 125 ] && [ "$retries" = 2 ]; echo $?) "run_early_guest_death_retried_then_fails" \
 	"exit $rc, $retries retries" "$(cat "$OUT/stderr")"
 
+# The kernel release of extra kernel $1 that the lab has set up, or nothing.
+extra_kver() { sed -n 's/^KVER=//p' "$labdir/rootfs/etc/wsched-lab-kernel-$1" 2>/dev/null; }
+
 # --kernel sid boots sid's kernel, when the lab has it.
-sidver=$(sed -n 's/^KVER=//p' "$("$LAB" info | sed -n 's/^lab dir: *//p')/rootfs/etc/wsched-lab-kernel-sid" 2>/dev/null)
+sidver=$(extra_kver sid)
 if [ -z "$sidver" ]; then
 	tap_skip "run_kernel_sid" "no sid kernel in the lab (scripts/lab setup --kernel sid)"
 else
@@ -180,7 +185,7 @@ fi
 
 # --kernel debian-6.12 boots the lab's own 6.12 build, with sched_ext,
 # when the lab has it.
-k612=$(sed -n 's/^KVER=//p' "$("$LAB" info | sed -n 's/^lab dir: *//p')/rootfs/etc/wsched-lab-kernel-debian-6.12" 2>/dev/null)
+k612=$(extra_kver debian-6.12)
 if [ -z "$k612" ]; then
 	tap_skip "run_kernel_debian_6_12" "no 6.12 kernel in the lab (scripts/lab setup --kernel debian-6.12)"
 else
@@ -195,7 +200,6 @@ fi
 copy=$(mktemp -d /tmp/wsched-labtest.XXXXXX)
 cp -a "$TOP/scripts" "$copy/"
 "$copy/scripts/lab" run -- sh -c 'pwd; test -x scripts/lab-init' >"$OUT/stdout" 2>"$OUT/stderr"; rc=$?
-labdir=$("$LAB" info | sed -n 's/^lab dir: *//p')
 # The mount point is gone, or (while another run is alive, as in make
 # check) still listed for the last run's cleanup.
 ok=1
