@@ -55,11 +55,12 @@
  *   task waits at most about (deque length x slice x weight ratio) before it
  *   runs, and a stolen laggard holds its new CPU for at most a few slices
  *   before the task it displaced runs again.
- * - Slice: --slice-us (default 5 ms) when the target deque is empty, divided
- *   by (1 + waiting tasks) when it is not, down to --slice-min-us (default
- *   1/8 of the base slice; nr_short_slices); ops.tick() also cuts the
- *   running task's slice to that floor when tasks are waiting behind it,
- *   and kicks an idle thief.
+ * - Slice: --slice-us (default 20 ms, as scx_simple and the kernel's
+ *   SCX_SLICE_DFL) for every task; when ops.tick() finds tasks waiting
+ *   behind the running one it cuts that task's slice to --slice-min-us
+ *   (default 1/4 of the base slice; nr_short_slices), so on a crowded CPU
+ *   a task runs at most until the next tick and then that minimum (ended
+ *   by the tick after it), and kicks an idle thief.
  * - Yield: sched_yield() gives the slice up and lets the head of its CPU's
  *   deque run next (yield_behind_head()); a
  *   registered thread's goes behind every task waiting on its CPU
@@ -146,7 +147,7 @@ char _license[] SEC("license") = "GPL";
 
 /* Tunables and topology, written by the loader before load. */
 const volatile u64 slice_ns = WSCHED_SLICE_US_DFL * 1000ULL;
-const volatile u64 min_slice_ns = WSCHED_SLICE_US_DFL * 1000ULL / 8;
+const volatile u64 min_slice_ns = WSCHED_SLICE_US_DFL * 1000ULL / 4;
 const volatile u32 nr_cpus = 1;
 const volatile u32 nr_llcs = 1;
 const volatile u32 cpu_llc[WSCHED_MAX_CPUS];		/* CPU -> LLC index */
@@ -248,22 +249,10 @@ static __always_inline u32 llc_of(s32 cpu)
 }
 
 /* --slice-min-us: what a crowded CPU cuts slices down to (the loader's
- * default is 1/8 of the base slice, at least 100 us; never above it). */
+ * default is 1/4 of the base slice, at least 100 us; never above it). */
 static __always_inline u64 min_slice(void)
 {
 	return min_slice_ns && min_slice_ns <= slice_ns ? min_slice_ns : slice_ns;
-}
-
-/* The base slice, divided among the tasks already waiting on the deque. */
-static __always_inline u64 task_slice(s32 waiting)
-{
-	u64 s;
-
-	if (waiting <= 0)
-		return slice_ns;
-	s = slice_ns / (u64)(waiting + 1);
-	STAT_INC(nr_short_slices);
-	return s > min_slice() ? s : min_slice();
 }
 
 static __always_inline s32 rand_cpu_in_llc(u32 llc)
@@ -697,7 +686,7 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 	vtime = vtime_floor(vtime);
 	waiting = scx_bpf_dsq_nr_queued(cpu);
 	state = hint_state(p);
-	scx_bpf_dsq_insert_vtime(p, cpu, state == WS_HINT_THIEF ? min_slice() : task_slice(waiting),
+	scx_bpf_dsq_insert_vtime(p, cpu, state == WS_HINT_THIEF ? min_slice() : slice_ns,
 				 vtime, enq_flags);
 	mask_set(cpu);
 	STAT_INC(nr_enqueued);
@@ -758,7 +747,7 @@ void BPF_STRUCT_OPS(wsched_dispatch, s32 cpu, struct task_struct *prev)
 			STAT_INC(nr_dispatched_local);
 			return;
 		}
-		scx_bpf_task_set_slice(prev, task_slice(scx_bpf_dsq_nr_queued(cpu)));
+		scx_bpf_task_set_slice(prev, slice_ns);
 		STAT_INC(nr_keep_running);
 		return;
 	}
@@ -785,9 +774,17 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
 	if (waiting <= 0)
 		return;
 
-	/* Overloaded: let the waiting tasks in sooner. */
-	if (p->scx.slice > min_slice())
+	/*
+	 * Overloaded: let the waiting tasks in sooner. The slice is cut
+	 * here, not when the task is queued: a task dispatched from a
+	 * crowded deque keeps the full slice until the next tick finds
+	 * others waiting, then runs at most min_slice() more (the tick
+	 * that ends it comes after that).
+	 */
+	if (p->scx.slice > min_slice()) {
 		scx_bpf_task_set_slice(p, min_slice());
+		STAT_INC(nr_short_slices);
+	}
 
 	/* Catch-all for a missed thief kick: wake one idle CPU to steal. */
 	if (unstealable[cpu & CPU_MASK] || !bpf_ksym_exists(scx_bpf_get_online_cpumask))

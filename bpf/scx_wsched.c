@@ -72,7 +72,7 @@ static const char usage_fmt[] =
 "\n"
 "  --slice-us N       base time slice in microseconds (%d..%d, default %d)\n"
 "  --slice-min-us N   the shortest slice, what the base slice is cut down to\n"
-"                     on a crowded CPU (%d..the base slice; default 1/8 of\n"
+"                     on a crowded CPU (%d..the base slice; default 1/4 of\n"
 "                     it, at least 100); equal to --slice-us: never cut\n"
 "  --grace-us N       grace slice for a task whose slice ends inside a critical\n"
 "                     section (0..%d, default %d; 0: none; Documentation/abi.md)\n"
@@ -370,8 +370,8 @@ int main(int argc, char **argv)
 			prog, slice_us, min_slice_us);
 		return EX_USAGE;
 	}
-	if (!min_slice_us)	/* 1/8 of the base, not below 100 us (the base is not) */
-		min_slice_us = slice_us / 8 > WSCHED_SLICE_US_MIN ? slice_us / 8 : WSCHED_SLICE_US_MIN;
+	if (!min_slice_us)	/* 1/4 of the base, not below 100 us (the base is not) */
+		min_slice_us = slice_us / 4 > WSCHED_SLICE_US_MIN ? slice_us / 4 : WSCHED_SLICE_US_MIN;
 	if (observe && !hints)
 		die_usage("--hints-observe excludes %s: it needs the hint socket", "--no-hints");
 

@@ -18,7 +18,7 @@
 #define WSCHED_MAX_LLCS		WSCHED_MAX_CPUS
 
 /* Tunable ranges (the loader refuses values outside them). */
-#define WSCHED_SLICE_US_DFL	5000
+#define WSCHED_SLICE_US_DFL	20000
 #define WSCHED_SLICE_US_MIN	100
 #define WSCHED_SLICE_US_MAX	100000
 #define WSCHED_GRACE_US_DFL	1000	/* --grace-us; 0 disables the grace */

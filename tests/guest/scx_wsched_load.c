@@ -128,7 +128,7 @@ TEST_F(load, bad_args_fail)
 		{ "--slice-us", "100001", NULL },
 		{ "--slice-us", "5ms", NULL },
 		{ "--slice-min-us", "99", NULL },
-		{ "--slice-min-us", "5001", NULL },		/* above the default base */
+		{ "--slice-min-us", "20001", NULL },		/* above the default base */
 		{ "--slice-min-us", "2000", "--slice-us", "1000", NULL },
 		{ "--stats", "0", NULL },
 		{ "--stats", "-1", NULL },

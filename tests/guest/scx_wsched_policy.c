@@ -222,23 +222,27 @@ static long long crowded_preemptions(FIXTURE_DATA(sched) *self, const char *cons
 
 /*
  * --slice-min-us sets what a crowded CPU cuts slices down to: three hogs
- * on one CPU with a 20 ms base slice are cut to 2.5 ms by default (so each
- * runs to the next tick), and run their full 20 ms with --slice-min-us
- * 20000: at most 1.5 x 2 s / 20 ms preemptions in 2 s, and at most half as
- * many as with the default.
+ * on one CPU with a 20 ms base slice are cut to 2 ms with --slice-min-us
+ * 2000 (so each runs about two ticks), and run their full 20 ms with
+ * --slice-min-us 20000: at most 1.5 x 2 s / 20 ms preemptions in 2 s, and
+ * at most half as many as with the cut. The default (5 ms) lies between;
+ * its preemptions are logged.
  */
 TEST_F_TIMEOUT(sched, slice_min_sets_the_crowded_slice, 60)
 {
-	const char *dfl[] = { "--slice-us", "20000", NULL };
+	const char *dfl[] = { NULL };
+	const char *short_[] = { "--slice-us", "20000", "--slice-min-us", "2000", NULL };
 	const char *full[] = { "--slice-us", "20000", "--slice-min-us", "20000", NULL };
-	long long cut, kept;
+	long long cut, kept, def;
 
-	cut = crowded_preemptions(self, dfl);
+	cut = crowded_preemptions(self, short_);
 	ASSERT_LE(0, cut);
 	kept = crowded_preemptions(self, full);
 	ASSERT_LE(0, kept);
-	TH_LOG("preemptions of 3 hogs on one CPU in 2 s: %lld with the default minimum slice, %lld with --slice-min-us 20000",
-	       cut, kept);
+	def = crowded_preemptions(self, dfl);
+	ASSERT_LE(0, def);
+	TH_LOG("preemptions of 3 hogs on one CPU in 2 s: %lld with --slice-min-us 2000, %lld with 20000, %lld by default",
+	       cut, kept, def);
 	EXPECT_GE(150, kept);
 	EXPECT_GE(cut / 2, kept);
 	EXPECT_EQ(0, stop_sched(&self->pid));
