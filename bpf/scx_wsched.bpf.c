@@ -101,7 +101,7 @@
  * Hints (Documentation/abi.md, scx_wsched_hint.bpf.h): a task of a process
  * registered through the loader's socket whose slice runs out inside a
  * critical section gets one short grace slice, charged to its vtime; a
- * THIEF is charged 4x and gets the shortest slice; a WORKER queued behind
+ * THIEF is charged 4x and gets a short slice (thief_slice()); a WORKER queued behind
  * others gets the next idle CPU, or displaces a running THIEF of its own
  * process (prefer_worker()).
  *
@@ -253,6 +253,22 @@ static __always_inline u32 llc_of(s32 cpu)
 static __always_inline u64 min_slice(void)
 {
 	return min_slice_ns && min_slice_ns <= slice_ns ? min_slice_ns : slice_ns;
+}
+
+/*
+ * A thread that says THIEF (issue 5: "thieves get short slices") is queued
+ * with 1/32 of the base slice (625 us at the default 20 ms), never more
+ * than min_slice() and never less than 100 us; a worker may displace it
+ * after that long (prefer_worker()). Not --slice-min-us itself: that is
+ * what a crowded CPU's ordinary tasks keep, tuned for throughput.
+ */
+static __always_inline u64 thief_slice(void)
+{
+	u64 s = slice_ns / 32;
+
+	if (s > min_slice())
+		s = min_slice();
+	return s > WSCHED_SLICE_US_MIN * 1000ULL ? s : WSCHED_SLICE_US_MIN * 1000ULL;
 }
 
 static __always_inline s32 rand_cpu_in_llc(u32 llc)
@@ -535,7 +551,7 @@ static __always_inline bool yield_fair(struct task_struct *to, u64 dsq)
  * nothing from anyone else; @p may not jump more than YIELD_LEAD_SLICES of
  * vtime ahead of what waits there (yield_fair()), and the thief keeps its
  * place by vtime on its deque. A thief is displaced only after it has run
- * for the shortest slice, so threads that keep switching between WORKER
+ * for thief_slice(), so threads that keep switching between WORKER
  * and THIEF cannot displace each other back and forth faster than that
  * (each displacement's dispatch bypasses the deque's head; between two of
  * them the tick ends the slice and the head gets its turn by vtime).
@@ -571,7 +587,7 @@ static __always_inline void prefer_worker(struct task_struct *p, s32 cpu)
 			break;
 		c = (start + i) % nr_cpus;
 		if ((s32)c == cpu || cur_tgid[c & CPU_MASK] != tgid ||
-		    time_before(now, cur_start[c & CPU_MASK] + min_slice()))
+		    time_before(now, cur_start[c & CPU_MASK] + thief_slice()))
 			continue;
 		if (!bpf_cpumask_test_cpu(c, p->cpus_ptr) ||
 		    !tid_is_idle_thief(slots, cur_pid[c & CPU_MASK]) || !yield_fair(p, c))
@@ -686,7 +702,7 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 	vtime = vtime_floor(vtime);
 	waiting = scx_bpf_dsq_nr_queued(cpu);
 	state = hint_state(p);
-	scx_bpf_dsq_insert_vtime(p, cpu, state == WS_HINT_THIEF ? min_slice() : slice_ns,
+	scx_bpf_dsq_insert_vtime(p, cpu, state == WS_HINT_THIEF ? thief_slice() : slice_ns,
 				 vtime, enq_flags);
 	mask_set(cpu);
 	STAT_INC(nr_enqueued);

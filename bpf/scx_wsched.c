@@ -71,7 +71,7 @@ static const char usage_fmt[] =
 "and Documentation/scheduler.md.\n"
 "\n"
 "  --slice-us N       base time slice in microseconds (%d..%d, default %d)\n"
-"  --slice-min-us N   the shortest slice, what the base slice is cut down to\n"
+"  --slice-min-us N   the minimum slice, what the base slice is cut down to\n"
 "                     on a crowded CPU (%d..the base slice; default 1/4 of\n"
 "                     it, at least 100); equal to --slice-us: never cut\n"
 "  --grace-us N       grace slice for a task whose slice ends inside a critical\n"

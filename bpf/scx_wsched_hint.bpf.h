@@ -250,7 +250,7 @@ static __always_inline void hint_grace_end(struct hint_ctx *hc, struct ws_hint_s
 /*
  * Thief demotion: a registered thread whose slot says THIEF (a pool worker
  * looking for work to steal) is charged WS_THIEF_CHARGE times its run time
- * in vtime (wsched_stopping) and gets the shortest slice (wsched_enqueue):
+ * in vtime (wsched_stopping) and gets a short slice (thief_slice(), wsched_enqueue):
  * it runs after the tasks waiting with it, among them its own process's
  * workers that hold work, and gives the CPU back soon. A thread that lies
  * (says WORKER while it spins) is only treated like any task: the state can
