@@ -763,7 +763,7 @@ void BPF_STRUCT_OPS(wsched_dispatch, s32 cpu, struct task_struct *prev)
 			STAT_INC(nr_dispatched_local);
 			return;
 		}
-		scx_bpf_task_set_slice(prev, slice_ns);
+		scx_bpf_task_set_slice(prev, hint_state(prev) == WS_HINT_THIEF ? thief_slice() : slice_ns);
 		STAT_INC(nr_keep_running);
 		return;
 	}

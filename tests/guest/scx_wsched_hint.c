@@ -1417,7 +1417,11 @@ static int pref_run(struct __test_metadata *_metadata, bool same_process, double
  * for QEMU to run the kicked vCPU, which an overloaded host delays by
  * anything from milliseconds to seconds (measured: 0.32-0.46 of a CPU
  * against 0.14-0.23 on a host with one or two other guests; 0.17 against
- * 0.23 once at load average 11 on 2 cores).
+ * 0.23 once at load average 11 on 2 cores). With the 20 ms base slice
+ * (2026-11-23) the worker runs longer each time and is queued, and so
+ * helped by a displacement, less often: 0.13-0.32 on a quiet host, against
+ * 0.22-0.39 for the 5 ms base in the same boot; beside another process's
+ * thieves 0.13-0.17 either way.
  */
 TEST_F_TIMEOUT(hint, preempted_worker_displaces_own_thieves_only, 60)
 {
