@@ -271,6 +271,12 @@ static __always_inline u64 thief_slice(void)
 	return s > WSCHED_SLICE_US_MIN * 1000ULL ? s : WSCHED_SLICE_US_MIN * 1000ULL;
 }
 
+/* The slice a task starts a run with, queued or kept: @state is its hint. */
+static __always_inline u64 run_slice(u32 state)
+{
+	return state == WS_HINT_THIEF ? thief_slice() : slice_ns;
+}
+
 static __always_inline s32 rand_cpu_in_llc(u32 llc)
 {
 	u32 len, idx;
@@ -702,8 +708,7 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 	vtime = vtime_floor(vtime);
 	waiting = scx_bpf_dsq_nr_queued(cpu);
 	state = hint_state(p);
-	scx_bpf_dsq_insert_vtime(p, cpu, state == WS_HINT_THIEF ? thief_slice() : slice_ns,
-				 vtime, enq_flags);
+	scx_bpf_dsq_insert_vtime(p, cpu, run_slice(state), vtime, enq_flags);
 	mask_set(cpu);
 	STAT_INC(nr_enqueued);
 	if (p->nr_cpus_allowed > 1 && unstealable[cpu & CPU_MASK])
@@ -763,7 +768,7 @@ void BPF_STRUCT_OPS(wsched_dispatch, s32 cpu, struct task_struct *prev)
 			STAT_INC(nr_dispatched_local);
 			return;
 		}
-		scx_bpf_task_set_slice(prev, hint_state(prev) == WS_HINT_THIEF ? thief_slice() : slice_ns);
+		scx_bpf_task_set_slice(prev, run_slice(hint_state(prev)));
 		STAT_INC(nr_keep_running);
 		return;
 	}
