@@ -51,7 +51,7 @@
  *   (vtime_clamp(), ops.stopping: a light task's debt from running alone is
  *   forgiven beyond that); a waking task keeps at most one base slice of
  *   credit against vtime_now and is placed no further than one slice
- *   behind the head of the deque it joins (ops.runnable). So a queued
+ *   behind the head of the deque it joins (wake_credit()). So a queued
  *   task waits at most about (deque length x slice x weight ratio) before it
  *   runs, and a stolen laggard holds its new CPU for at most a few slices
  *   before the task it displaced runs again.
@@ -193,6 +193,21 @@ struct yield_target {
 	u32 tgid;	/* worker preference: the preempted thief's tgid; 0: a yield */
 };
 static struct yield_target yield_target[WSCHED_MAX_CPUS];
+
+/*
+ * Worker preference retried at the next free CPU: the WORKER last queued on
+ * each deque (pid 0: none), written by ops.enqueue under that CPU's runqueue
+ * lock, cleared by ops.running when it runs there and by the thief that
+ * looks for it (dispatch_queued_worker()); read by other CPUs without
+ * synchronisation. Only a hint where to look: a torn or stale entry costs a
+ * bounded deque scan and moves nothing, as the task found must still be
+ * queued there, have the thief's kernel tgid and say WORKER in its slot.
+ */
+struct queued_worker {
+	u32 pid;
+	u32 tgid;
+};
+static struct queued_worker queued_worker[WSCHED_MAX_CPUS];
 
 /*
  * What each CPU runs (written by ops.running, cleared by ops.stopping, read
@@ -659,6 +674,116 @@ static __always_inline bool dispatch_yield_target(s32 cpu, struct task_struct *p
 }
 
 /*
+ * Worker preference at the next free CPU (issue 5): @prev, a THIEF of its
+ * process outside any critical section, used its slice up (or yielded) on
+ * @cpu and would keep the CPU (nothing waiting here is due before it, no
+ * laggard to balance). A WORKER of the same process waiting on this CPU's
+ * deque or another (queued_worker[]) runs here instead, and @prev is queued
+ * here by vtime. Thief demotion alone orders a thief behind such a worker
+ * only when their weights allow it (a nice -15 thief charged 4x still
+ * outruns a nice-0 worker), and prefer_worker() acts only when the worker
+ * is queued, against a thief of another CPU already running then; this
+ * catches every thief that holds or gets a CPU afterwards, at most a thief
+ * slice later, and needs no kick: this CPU takes the worker itself. The worker gets exactly the turn the thief was
+ * about to have, so only the thief's process pays for it; it may not be more
+ * than YIELD_LEAD_SLICES of vtime ahead of this CPU's head (yield_fair()).
+ * At most STEAL_SWEEP_MAX entries are read, from a random start, and one
+ * deque is scanned (at most YIELD_SCAN_MAX entries).
+ */
+static __always_inline bool dispatch_queued_worker(s32 cpu, struct task_struct *prev)
+{
+	struct queued_worker *qw;
+	struct task_struct *p;
+	u32 tgid = prev->tgid, start, i, c = 0, pid = 0, n = 0;
+	struct ws_hint_slot *s;
+	void *slots;
+
+	if (!hints_live() || !nr_cpus)
+		return false;
+	slots = bpf_map_lookup_elem(&hint_procs, &tgid);
+	if (!slots || !tid_is_idle_thief(slots, prev->pid))
+		return false;
+	/* This CPU's own deque first (no migration), then from a random start. */
+	start = bpf_get_prandom_u32() % nr_cpus;
+	bpf_for(i, 0, STEAL_SWEEP_MAX + 1) {
+		if (i > nr_cpus)
+			break;
+		c = i ? (start + i - 1) % nr_cpus : (u32)cpu;
+		qw = &queued_worker[c & CPU_MASK];
+		if (qw->pid && qw->tgid == tgid) {
+			pid = qw->pid;
+			break;
+		}
+	}
+	if (!pid)
+		return false;
+	bpf_for_each(scx_dsq, p, c, 0) {
+		if (++n > YIELD_SCAN_MAX)
+			break;
+		if (p->pid != pid)
+			continue;
+		if (p->tgid != tgid)
+			break;
+		s = slot_of_tid(slots, pid, NULL);
+		if (!s || *(volatile u32 *)&s->state != WS_HINT_WORKER)
+			break;
+		if (!may_run_on(p, cpu) || !yield_fair(p, cpu))
+			return false;	/* another thief's CPU may take it */
+		if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, WS_DSQ_LOCAL, 0))
+			break;
+		queued_worker[c & CPU_MASK].pid = 0;
+		STAT_INC(nr_worker_pulled);
+		return true;
+	}
+	/* Gone (it ran, was stolen or moved), or no longer a worker. */
+	qw = &queued_worker[c & CPU_MASK];
+	if (qw->pid == pid)
+		qw->pid = 0;
+	return false;
+}
+
+/*
+ * A waking task keeps at most one base slice of credit against vtime_now,
+ * and, on a crowded CPU whose deque head lags vtime_now (by up to
+ * LAG_SLICES slices), it is placed no further than one slice behind that
+ * head (@cpu: the CPU whose deque it joins): it waits for the tasks within
+ * a slice of the head, not for every laggard's LAG_SLICES slices
+ * (rcu_preempt waited 330 ms under stress-ng, and a runnable 8.8 s in an
+ * RCU stall report of an earlier 60 s hostile-hints run). Placing it at
+ * the head itself instead cost hackbench 12-14% in throughput (same boot,
+ * 5 rounds: 1.47 s against 1.30 s; this: 1.32 s).
+ *
+ * Called from ops.select_cpu for every wakeup that passes through it (the
+ * kernel skips it only for exec balancing, which is no wakeup), and from
+ * ops.enqueue for an SCX_ENQ_WAKEUP, which covers the wakeups that skip
+ * select_cpu (one allowed CPU, migration disabled) and repeats the cheap
+ * first test for the others. It used to be ops.runnable, a callback of
+ * its own on every wakeup: under TCG a BPF struct_ops call costs about
+ * 0.4 us even when it returns at once, twice per pipe round trip.
+ */
+static __always_inline void wake_credit(struct task_struct *p, s32 cpu)
+{
+	struct task_struct *head;
+	u64 ref = vtime_now;
+
+	/*
+	 * The common case, a task that ran recently, needs no look at the
+	 * deque: its place can only move back, and ref never exceeds
+	 * vtime_now (one peek less per wakeup: ops.runnable took 1.15 us
+	 * under TCG with it, 0.69 without, in perf bench sched pipe).
+	 */
+	if (!time_before(p->scx.dsq_vtime, ref - slice_ns))
+		return;
+	if (cpu >= 0 && (u32)cpu < nr_cpus) {
+		head = __COMPAT_scx_bpf_dsq_peek(cpu);
+		if (head && time_before(head->scx.dsq_vtime + 2 * slice_ns, ref))
+			ref = head->scx.dsq_vtime + 2 * slice_ns;
+	}
+	if (time_before(p->scx.dsq_vtime, ref - slice_ns))
+		scx_bpf_task_set_dsq_vtime(p, ref - slice_ns);
+}
+
+/*
  * The built-in policy's answer to a sync wakeup (the waker says it is about
  * to sleep: pipes, sockets, futex handoffs) when @p's previous CPU is busy:
  * the waker's own CPU, reported "idle" whenever its local DSQ is empty and
@@ -675,6 +800,7 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
 	s32 cpu;
 
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
+	wake_credit(p, cpu);
 	/*
 	 * A sync wakee goes to the waker's deque, not its local DSQ: if the
 	 * waker sleeps as promised its CPU takes the wakee from there at
@@ -705,6 +831,10 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
+	if (enq_flags & WS_ENQ_WAKEUP) {
+		wake_credit(p, cpu);
+		vtime = p->scx.dsq_vtime;
+	}
 	vtime = vtime_floor(vtime);
 	waiting = scx_bpf_dsq_nr_queued(cpu);
 	state = hint_state(p);
@@ -732,8 +862,13 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 	 * task is the waker, never the idle task, for a wakeup on this CPU's
 	 * own deque.
 	 */
-	if (state == WS_HINT_WORKER)
+	if (state == WS_HINT_WORKER) {
+		struct queued_worker *qw = &queued_worker[cpu & CPU_MASK];
+
+		qw->tgid = p->tgid;
+		qw->pid = p->pid;
 		prefer_worker(p, cpu);
+	}
 	else if (waiting > 0 ||
 		 ((enq_flags & WS_ENQ_WAKEUP) && cpu == bpf_get_smp_processor_id() &&
 		  bpf_get_current_task_btf()->pid))
@@ -743,6 +878,7 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 void BPF_STRUCT_OPS(wsched_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct task_struct *head;
+	u32 state;
 
 	if (dispatch_yield_target(cpu, prev))
 		return;
@@ -768,7 +904,10 @@ void BPF_STRUCT_OPS(wsched_dispatch, s32 cpu, struct task_struct *prev)
 			STAT_INC(nr_dispatched_local);
 			return;
 		}
-		scx_bpf_task_set_slice(prev, run_slice(hint_state(prev)));
+		state = hint_state(prev);
+		if (state == WS_HINT_THIEF && dispatch_queued_worker(cpu, prev))
+			return;
+		scx_bpf_task_set_slice(prev, run_slice(state));
 		STAT_INC(nr_keep_running);
 		return;
 	}
@@ -1006,41 +1145,6 @@ bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *
 }
 
 /*
- * A waking task keeps at most one base slice of credit against vtime_now,
- * and, on a crowded CPU whose deque head lags vtime_now (by up to
- * LAG_SLICES slices), it is placed no further than one slice behind that
- * head (task_cpu_of() is already the CPU select_cpu chose): it waits
- * for the tasks within a slice of the head, not for every laggard's
- * LAG_SLICES slices (rcu_preempt waited 330 ms under stress-ng, and a
- * runnable 8.8 s in an RCU stall report of an earlier 60 s hostile-hints
- * run). Placing it at the head itself instead cost hackbench 12-14% in
- * throughput (same boot, 5 rounds: 1.47 s against 1.30 s; this: 1.32 s).
- */
-void BPF_STRUCT_OPS(wsched_runnable, struct task_struct *p, u64 enq_flags)
-{
-	struct task_struct *head;
-	u64 ref = vtime_now;
-	s32 cpu;
-
-	/*
-	 * The common case, a task that ran recently, needs no look at the
-	 * deque: its place can only move back, and ref never exceeds
-	 * vtime_now (one peek less per wakeup: ops.runnable took 1.15 us
-	 * under TCG with it, 0.69 without, in perf bench sched pipe).
-	 */
-	if (!time_before(p->scx.dsq_vtime, ref - slice_ns))
-		return;
-	cpu = task_cpu_of(p);
-	if (cpu >= 0 && (u32)cpu < nr_cpus) {
-		head = __COMPAT_scx_bpf_dsq_peek(cpu);
-		if (head && time_before(head->scx.dsq_vtime + 2 * slice_ns, ref))
-			ref = head->scx.dsq_vtime + 2 * slice_ns;
-	}
-	if (time_before(p->scx.dsq_vtime, ref - slice_ns))
-		scx_bpf_task_set_dsq_vtime(p, ref - slice_ns);
-}
-
-/*
  * The run that starts here is recorded per CPU, not in task storage:
  * cur_sum[] holds @p's sum_exec_runtime (the kernel's own account of its
  * CPU time, brought up to date before every ops.stopping) for the charge,
@@ -1059,6 +1163,8 @@ void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
 	cur_start[cpu & CPU_MASK] = now;
 	cur_tgid[cpu & CPU_MASK] = p->tgid;
 	cur_pid[cpu & CPU_MASK] = p->pid;
+	if (queued_worker[cpu & CPU_MASK].pid == (u32)p->pid)
+		queued_worker[cpu & CPU_MASK].pid = 0;
 }
 
 /*
@@ -1086,12 +1192,13 @@ void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
  * it; moving it to the charged vtime instead put wakeups one run further
  * back (a mean of 9 ms instead of 3 in the second test).
  */
-static __always_inline void vtime_now_advance(u64 vt, u64 ran, u64 now)
+static __always_inline void vtime_now_advance(u64 vt, u64 ran)
 {
-	u64 lim;
+	u64 lim, now;
 
 	if (!time_before(vtime_now, vt))
 		return;
+	now = scx_bpf_now();	/* after the test: only an advance needs the clock */
 	lim = slice_ns;
 	if (time_before(vtime_now_at, now))
 		lim += now - vtime_now_at;
@@ -1125,7 +1232,7 @@ void BPF_STRUCT_OPS(wsched_stopping, struct task_struct *p, bool runnable)
 		STAT_INC(nr_thief_demotions);
 	}
 	vt = p->scx.dsq_vtime;
-	vtime_now_advance(vt, ran, scx_bpf_now());
+	vtime_now_advance(vt, ran);
 	scx_bpf_task_set_dsq_vtime(p, vtime_clamp(vt + scale_by_task_weight_inverse(p, charge)));
 }
 
@@ -1164,7 +1271,6 @@ SCX_OPS_DEFINE(wsched_ops,
 	       .dispatch	= (void *)wsched_dispatch,
 	       .tick		= (void *)wsched_tick,
 	       .yield		= (void *)wsched_yield,
-	       .runnable	= (void *)wsched_runnable,
 	       .running		= (void *)wsched_running,
 	       .stopping	= (void *)wsched_stopping,
 	       .enable		= (void *)wsched_enable,
