@@ -907,14 +907,15 @@ TEST_F_TIMEOUT(hint, random_bytes_in_every_slot_under_stress_change_nothing_fata
 	kill(kid, SIGKILL);
 	waitpid(kid, NULL, 0);
 	TH_LOG("malformed %llu, grace granted %llu, overrun %llu, thief demotions %llu, "
-	       "thief preemptions %llu (stale %llu), worker idle kicks %llu",
+	       "thief preemptions %llu (stale %llu), worker idle kicks %llu, workers pulled %llu",
 	       (unsigned long long)(s1.nr_hint_malformed - s0.nr_hint_malformed),
 	       (unsigned long long)(s1.nr_grace_granted - s0.nr_grace_granted),
 	       (unsigned long long)(s1.nr_grace_overrun - s0.nr_grace_overrun),
 	       (unsigned long long)(s1.nr_thief_demotions - s0.nr_thief_demotions),
 	       (unsigned long long)(s1.nr_thief_preempted - s0.nr_thief_preempted),
 	       (unsigned long long)(s1.nr_thief_preempt_stale - s0.nr_thief_preempt_stale),
-	       (unsigned long long)(s1.nr_worker_idle_kicks - s0.nr_worker_idle_kicks));
+	       (unsigned long long)(s1.nr_worker_idle_kicks - s0.nr_worker_idle_kicks),
+	       (unsigned long long)(s1.nr_worker_pulled - s0.nr_worker_pulled));
 	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("stress-ng status %#x", st);
 	EXPECT_LE(secs, ws_now() - t0 + 1);
 	EXPECT_TRUE(ws_enabled()) TH_LOG("the scheduler was ejected");
@@ -1486,6 +1487,106 @@ TEST_F_TIMEOUT(hint, own_thief_makes_way_for_queued_worker_on_its_cpu, 60)
 	EXPECT_EQ(0, foreign.nr_worker_pulled);
 	EXPECT_GT(own_share, 0.25) TH_LOG("the worker waited behind its own thief");
 	EXPECT_LT(foreign_share, 0.25) TH_LOG("another process's thief made way");
+}
+
+/*
+ * Claims gain nothing through worker preference: on CPU 1, a process whose
+ * two spinners say THIEF and WORKER forever (the thief's every turn is then
+ * handed to the worker, nr_worker_pulled) against a process of two
+ * unregistered spinners. The hand-over only trades the claiming process's
+ * own turns, and the thief's are charged 4x: it may not get more CPU than
+ * the honest one (5% for noise). Measured 2026-11-23: 1.15-1.16 s against
+ * 1.85-1.86 s of CPU in 3 s, 7-17 workers pulled (the thief, charged 4x,
+ * rarely runs at all).
+ */
+struct claim {
+	volatile int ready, go, stop;
+	unsigned long long cpu_ns[2];	/* per process: CLOCK_PROCESS_CPUTIME_ID */
+};
+
+struct claim_arg {
+	struct claim *d;
+	__u32 state;		/* 0: unregistered */
+};
+
+static void *claim_thread(void *arg)
+{
+	struct claim_arg *a = arg;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(1, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+	if (a->state) {
+		if (ws_thread_register())
+			return NULL;
+		ws_hint_set_state(a->state);
+	}
+	__atomic_fetch_add(&a->d->ready, 1, __ATOMIC_SEQ_CST);
+	while (!a->d->go)
+		;
+	while (!a->d->stop)
+		;
+	if (a->state)
+		ws_thread_unregister();
+	return NULL;
+}
+
+static pid_t claim_child(struct claim *d, int idx, bool claims)
+{
+	struct claim_arg a[2] = { { d, claims ? WS_HINT_THIEF : 0 },
+				  { d, claims ? WS_HINT_WORKER : 0 } };
+	struct timespec t0, t1;
+	pthread_t t[2];
+	pid_t pid = fork();
+	int i;
+
+	if (pid)
+		return pid;
+	for (i = 0; i < 2; i++)
+		if (pthread_create(&t[i], NULL, claim_thread, &a[i]))
+			_exit(2);
+	while (!d->go)
+		usleep(1000);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+	for (i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+	d->cpu_ns[idx] = (t1.tv_sec - t0.tv_sec) * 1000000000ULL + t1.tv_nsec - t0.tv_nsec;
+	_exit(0);
+}
+
+TEST_F_TIMEOUT(hint, thief_and_worker_claims_gain_no_cpu, 60)
+{
+	struct claim *d = shared_mem(sizeof(*d));
+	struct wsched_stats s0, s1;
+	pid_t pid[2];
+	int i, st;
+	bool ok;
+
+	ASSERT_NE(NULL, d);
+	ASSERT_EQ(0, read_stats(&s0));
+	pid[0] = claim_child(d, 0, true);
+	pid[1] = claim_child(d, 1, false);
+	ok = wait_flag(&d->ready, 4, 10);
+	d->go = 1;
+	if (ok)
+		ws_sleep(3.0);
+	d->stop = 1;
+	for (i = 0; i < 2; i++) {
+		EXPECT_EQ(pid[i], waitpid(pid[i], &st, 0));
+		EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	ASSERT_TRUE(ok) TH_LOG("the spinners did not start");
+	ASSERT_EQ(0, read_stats(&s1));
+	TH_LOG("claiming process %.2f s, honest process %.2f s of CPU 1 (workers pulled +%llu, "
+	       "thief demotions +%llu)", d->cpu_ns[0] / 1e9, d->cpu_ns[1] / 1e9,
+	       (unsigned long long)(s1.nr_worker_pulled - s0.nr_worker_pulled),
+	       (unsigned long long)(s1.nr_thief_demotions - s0.nr_thief_demotions));
+	EXPECT_GT(s1.nr_worker_pulled, s0.nr_worker_pulled) TH_LOG("nothing was handed over");
+	EXPECT_GT(d->cpu_ns[1], 0);
+	EXPECT_LE(d->cpu_ns[0], d->cpu_ns[1] * 1.05) TH_LOG("the claims gained CPU");
+	munmap(d, sizeof(*d));
 }
 
 /* ------------------------------------------------ observe mode */
