@@ -95,6 +95,10 @@
  *   synchronisation: worker preference may kick a CPU whose
  *   thief just stopped; its dispatch re-checks prev and moves nothing then
  *   (nr_thief_preempt_stale), and the kicked task keeps the CPU by vtime.
+ * - queued_worker[] is written by ops.enqueue of each deque and read by
+ *   the thieves of every CPU the same way: a torn or stale entry costs one
+ *   bounded deque scan; the task must be found queued, of the thief's
+ *   tgid and WORKER in its slot before it is moved.
  * - Tasks of a deque whose owner goes offline are ejected with the
  *   scheduler (the restart above), so no deque is ever left undrained.
  *
@@ -103,7 +107,8 @@
  * critical section gets one short grace slice, charged to its vtime; a
  * THIEF is charged 4x and gets a short slice (thief_slice()); a WORKER queued behind
  * others gets the next idle CPU, or displaces a running THIEF of its own
- * process (prefer_worker()).
+ * process (prefer_worker()), or is run by the next THIEF of its process
+ * whose slice ends instead of keeping its CPU (dispatch_queued_worker()).
  *
  * Compatibility: built against the 7.3 headers, loads on sched_ext kernels
  * from 6.12 on: every kfunc that was renamed or changed signature goes
@@ -684,11 +689,12 @@ static __always_inline bool dispatch_yield_target(s32 cpu, struct task_struct *p
  * outruns a nice-0 worker), and prefer_worker() acts only when the worker
  * is queued, against a thief of another CPU already running then; this
  * catches every thief that holds or gets a CPU afterwards, at most a thief
- * slice later, and needs no kick: this CPU takes the worker itself. The worker gets exactly the turn the thief was
- * about to have, so only the thief's process pays for it; it may not be more
- * than YIELD_LEAD_SLICES of vtime ahead of this CPU's head (yield_fair()).
- * At most STEAL_SWEEP_MAX entries are read, from a random start, and one
- * deque is scanned (at most YIELD_SCAN_MAX entries).
+ * slice later, and needs no kick: this CPU takes the worker itself. The
+ * worker gets exactly the turn the thief was about to have, so only the
+ * thief's process pays for it; it may not be more than YIELD_LEAD_SLICES
+ * of vtime ahead of this CPU's head (yield_fair()). At most
+ * STEAL_SWEEP_MAX + 1 entries are read (this CPU's, then from a random
+ * start) and one deque is scanned (at most YIELD_SCAN_MAX entries).
  */
 static __always_inline bool dispatch_queued_worker(s32 cpu, struct task_struct *prev)
 {
@@ -868,8 +874,7 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 		qw->tgid = p->tgid;
 		qw->pid = p->pid;
 		prefer_worker(p, cpu);
-	}
-	else if (waiting > 0 ||
+	} else if (waiting > 0 ||
 		 ((enq_flags & WS_ENQ_WAKEUP) && cpu == bpf_get_smp_processor_id() &&
 		  bpf_get_current_task_btf()->pid))
 		kick_thief(p, cpu);
