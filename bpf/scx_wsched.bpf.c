@@ -759,13 +759,14 @@ static __always_inline bool dispatch_queued_worker(s32 cpu, struct task_struct *
  * the head itself instead cost hackbench 12-14% in throughput (same boot,
  * 5 rounds: 1.47 s against 1.30 s; this: 1.32 s).
  *
- * Called from ops.select_cpu for every wakeup that passes through it (the
- * kernel skips it only for exec balancing, which is no wakeup), and from
- * ops.enqueue for an SCX_ENQ_WAKEUP, which covers the wakeups that skip
- * select_cpu (one allowed CPU, migration disabled) and repeats the cheap
- * first test for the others. It used to be ops.runnable, a callback of
- * its own on every wakeup: under TCG a BPF struct_ops call costs about
- * 0.4 us even when it returns at once, twice per pipe round trip.
+ * Applied where a waking task is placed, once: by ops.enqueue for an
+ * SCX_ENQ_WAKEUP (every wakeup that was not dispatched directly, select_cpu
+ * or not), and by ops.select_cpu for the ones it dispatches directly, which
+ * ops.enqueue never sees. (A forked task is neither a wakeup nor credited:
+ * ops.enable has just set its vtime to vtime_now.) It used to be
+ * ops.runnable, a callback of its own on every wakeup: under TCG a BPF
+ * struct_ops call costs about 0.4 us even when it returns at once, twice
+ * per pipe round trip.
  */
 static __always_inline void wake_credit(struct task_struct *p, s32 cpu)
 {
@@ -806,7 +807,6 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
 	s32 cpu;
 
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
-	wake_credit(p, cpu);
 	/*
 	 * A sync wakee goes to the waker's deque, not its local DSQ: if the
 	 * waker sleeps as promised its CPU takes the wakee from there at
@@ -819,6 +819,7 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
 		return cpu;
 	}
 	if (is_idle) {
+		wake_credit(p, cpu);	/* ops.enqueue is skipped */
 		scx_bpf_dsq_insert(p, WS_DSQ_LOCAL, slice_ns, 0);
 		STAT_INC(nr_direct_dispatch);
 	}
@@ -828,7 +829,7 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
 void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	s32 cpu = task_cpu_of(p), waiting;
-	u64 vtime = p->scx.dsq_vtime;
+	u64 vtime;
 	u32 state;
 
 	if (cpu < 0 || (u32)cpu >= nr_cpus) {
@@ -837,11 +838,9 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	if (enq_flags & WS_ENQ_WAKEUP) {
+	if (enq_flags & WS_ENQ_WAKEUP)
 		wake_credit(p, cpu);
-		vtime = p->scx.dsq_vtime;
-	}
-	vtime = vtime_floor(vtime);
+	vtime = vtime_floor(p->scx.dsq_vtime);
 	waiting = scx_bpf_dsq_nr_queued(cpu);
 	state = hint_state(p);
 	scx_bpf_dsq_insert_vtime(p, cpu, run_slice(state), vtime, enq_flags);
