@@ -435,6 +435,9 @@ int main(int argc, char **argv)
 		skel->rodata->grace_ns = grace_us * 1000ULL;
 		skel->rodata->hint_observe = observe;
 		skel->rodata->nr_cpus = nr_cpus;
+		/* After hotplug_seq: a change of SMT since is a restart. Unknown
+		 * (no such file) counts as SMT: select_cpu's shortcut stays off. */
+		skel->rodata->smt_active = read_long("/sys/devices/system/cpu/smt/active") != 0;
 		nr_llcs = setup_topology(skel, nr_cpus);
 		UEI_SET_SIZE(skel, wsched_ops, uei);
 
