@@ -141,6 +141,14 @@
 #define WS_DSQ_ITER_REV	bpf_core_enum_value(enum scx_dsq_iter_flags, SCX_DSQ_ITER_REV)
 #define WS_WAKE_SYNC	bpf_core_enum_value(enum scx_wake_flags, SCX_WAKE_SYNC)
 #define WS_ENQ_WAKEUP	bpf_core_enum_value(enum scx_enq_flags, SCX_ENQ_WAKEUP)
+#undef SCX_RQ_IN_DISPATCH
+#undef SCX_RQ_IN_BALANCE
+/* The name of the rq's "inside a dispatch" flag before 6.18 (CO-RE matches
+ * enum scx_rq_flags___old to the kernel's enum scx_rq_flags). */
+enum scx_rq_flags___old { SCX_RQ_IN_BALANCE = 1 };
+/* common.bpf.h declares scx_bpf_locked_rq() strong, but 6.12-6.17 have no
+ * such kfunc: a weak flavour of it (libbpf drops the ___ suffix). */
+extern struct rq *scx_bpf_locked_rq___compat(void) __ksym __weak;
 
 char _license[] SEC("license") = "GPL";
 
@@ -797,6 +805,40 @@ static __always_inline void wake_credit(struct task_struct *p, s32 cpu)
 }
 
 /*
+ * Whether @cpu, whose deque ops.enqueue just inserted into, will run
+ * ops.dispatch before it can go idle, so that its idle kick can be skipped.
+ * ops.enqueue runs with the task's rq lock held, which is @cpu's, so the
+ * kernel's own test (can_skip_idle_kick(): not running its idle task and not
+ * inside a dispatch, which may drop the lock and then find nothing) can be
+ * made here, on a stable rq. scx_bpf_kick_cpu() makes that test only under
+ * a trylock of @cpu's rq, which always fails for the lock's holder: every
+ * such kick queued an irq_work, a self-IPI whose handler then found @cpu
+ * busy (hackbench: 730-830 IRQ-work interrupts per run, scx_simple 20-24).
+ * Older kernels name the flag SCX_RQ_IN_BALANCE (both are tested where
+ * they exist); without either, or without the kfuncs, the answer is no and
+ * the kick is made.
+ */
+static __always_inline bool owner_will_dispatch(s32 cpu)
+{
+	struct rq *rq = NULL;
+	u64 busy_flags = 0;
+
+	if (bpf_core_enum_value_exists(enum scx_rq_flags, SCX_RQ_IN_DISPATCH))
+		busy_flags |= bpf_core_enum_value(enum scx_rq_flags, SCX_RQ_IN_DISPATCH);
+	if (bpf_core_enum_value_exists(enum scx_rq_flags___old, SCX_RQ_IN_BALANCE))
+		busy_flags |= bpf_core_enum_value(enum scx_rq_flags___old, SCX_RQ_IN_BALANCE);
+	if (!busy_flags)
+		return false;
+	if (bpf_ksym_exists(scx_bpf_locked_rq___compat))
+		rq = scx_bpf_locked_rq___compat();
+	else if (bpf_ksym_exists(scx_bpf_cpu_rq))
+		rq = scx_bpf_cpu_rq(cpu);	/* < 6.18: enqueue holds its lock too */
+	if (!rq || rq->cpu != cpu)
+		return false;
+	return (u64)rq->curr != (u64)rq->idle && !(rq->scx.flags & busy_flags);
+}
+
+/*
  * The built-in policy's answer to a sync wakeup (the waker says it is about
  * to sleep: pipes, sockets, futex handoffs) when @p's previous CPU is busy:
  * the waker's own CPU, reported "idle" whenever its local DSQ is empty and
@@ -886,7 +928,7 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 	 * still between its last dispatch and idle, so a task can never sit
 	 * on the deque of a CPU that went to sleep just after looking at it.
 	 */
-	if (cpu != bpf_get_smp_processor_id()) {
+	if (cpu != bpf_get_smp_processor_id() && !owner_will_dispatch(cpu)) {
 		scx_bpf_kick_cpu(cpu, WS_KICK_IDLE);
 		STAT_INC(nr_kicks);
 	}
