@@ -172,17 +172,19 @@ TEST_F_TIMEOUT(sched, fairness_nice, 60)
 	EXPECT_EQ(0, stop_sched(&self->pid));
 }
 
-/* Involuntary context switches of process @pid so far, or -1. */
-static long long nonvoluntary_switches(pid_t pid)
+/* Context switches of process @pid so far, of @kind "voluntary" or
+ * "nonvoluntary" (the fields of /proc/PID/status), or -1. */
+static long long ctxt_switches(pid_t pid, const char *kind)
 {
-	char path[64], line[256];
+	char path[64], line[256], fmt[64];
 	long long n = -1;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	snprintf(fmt, sizeof(fmt), "%s_ctxt_switches: %%lld", kind);
 	f = fopen(path, "r");
 	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "nonvoluntary_ctxt_switches: %lld", &n) == 1)
+		if (sscanf(line, fmt, &n) == 1)
 			break;
 	if (f)
 		fclose(f);
@@ -209,10 +211,10 @@ static long long crowded_preemptions(FIXTURE_DATA(sched) *self, const char *cons
 			return -1;
 	ws_sleep(0.5);
 	for (i = 0; i < 3; i++)
-		a[i] = nonvoluntary_switches(self->hogs.pid[i]);
+		a[i] = ctxt_switches(self->hogs.pid[i], "nonvoluntary");
 	ws_sleep(2.0);
 	for (i = 0; i < 3; i++) {
-		b[i] = nonvoluntary_switches(self->hogs.pid[i]);
+		b[i] = ctxt_switches(self->hogs.pid[i], "nonvoluntary");
 		if (a[i] < 0 || b[i] < a[i])
 			return -1;
 		sum += b[i] - a[i];
@@ -572,22 +574,6 @@ static long long irq_work_count(void)
 	return sum;
 }
 
-static long voluntary_switches(pid_t pid)
-{
-	char path[64], line[256];
-	long n = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return n;
-}
-
 /*
  * A wakeup queued on the deque of a busy CPU from another CPU costs no
  * interrupt: ops.enqueue holds that CPU's rq lock and sees it will dispatch
@@ -601,7 +587,7 @@ TEST_F_TIMEOUT(sched, busy_owner_not_kicked, 60)
 {
 	cpu_set_t cpu1, cpu2;
 	long long iwi0, iwi1;
-	long sleeps0, sleeps1;
+	long long sleeps0, sleeps1;
 	int fds[2], st;
 	pid_t w, t;
 
@@ -641,11 +627,11 @@ TEST_F_TIMEOUT(sched, busy_owner_not_kicked, 60)
 	}
 	close(fds[1]);
 	ws_sleep(0.5);
-	sleeps0 = voluntary_switches(t);
+	sleeps0 = ctxt_switches(t, "voluntary");
 	iwi0 = irq_work_count();
 	ws_sleep(2.0);
 	iwi1 = irq_work_count();
-	sleeps1 = voluntary_switches(t);
+	sleeps1 = ctxt_switches(t, "voluntary");
 	ASSERT_EQ(w, waitpid(w, &st, 0));
 	EXPECT_EQ(0, st);
 	ASSERT_EQ(t, waitpid(t, &st, 0));
@@ -653,7 +639,7 @@ TEST_F_TIMEOUT(sched, busy_owner_not_kicked, 60)
 	ASSERT_LE(0, iwi0) TH_LOG("no IWI line in /proc/interrupts");
 	ASSERT_LE(0, sleeps0);
 	ASSERT_EQ(0, stop_sched(&self->pid));
-	TH_LOG("%ld wakeups of the task beside the hog, %lld IRQ-work interrupts",
+	TH_LOG("%lld wakeups of the task beside the hog, %lld IRQ-work interrupts",
 	       sleeps1 - sleeps0, iwi1 - iwi0);
 	ASSERT_LE(100, sleeps1 - sleeps0);
 	EXPECT_GT((sleeps1 - sleeps0) / 4, iwi1 - iwi0);
