@@ -13,7 +13,7 @@ LAB=$TOP/scripts/lab
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
-tap_plan 19
+tap_plan 21
 
 # The lab's cache directory (its rootfs, .made-dirs).
 labdir=$("$LAB" info | sed -n 's/^lab dir: *//p')
@@ -38,6 +38,28 @@ for args in "run --cpus 0 -- true" "run --cpus 65 -- true" "run --mem 12X -- tru
 	fi
 done
 tap_result $bad "usage_errors_exit_2_with_a_message" "${diag[@]}"
+
+# ... and so are bad values of the environment variables that choose the guest.
+bad=0 diag=()
+for env in WSCHED_LAB_TCG=bogus WSCHED_LAB_ICOUNT_SHIFT=11 WSCHED_LAB_ICOUNT_SHIFT=x \
+	WSCHED_LAB_ACCEL=bogus; do
+	env "$env" "$LAB" run -- true >"$OUT/stdout" 2>"$OUT/stderr"; rc=$?
+	if [ $rc != 2 ] || ! grep -q "^lab: ${env%%=*} must be" "$OUT/stderr"; then
+		bad=1; diag+=("'$env lab run -- true' exited $rc: $(head -n1 "$OUT/stderr")")
+	fi
+done
+tap_result $bad "bad_environment_exits_2_naming_the_variable" "${diag[@]}"
+
+# WSCHED_LAB_TCG=icount boots a guest whose QEMU counts instructions
+# (recorded in the run directory, which the guest finds on its command line).
+WSCHED_LAB_TCG=icount WSCHED_LAB_ICOUNT_SHIFT=4 lab run --cpus 2 -- \
+	sh -c 'tr " " "\n" </proc/cmdline | sed -n "s/^wslab.run=//p"'
+rundir=$(tail -n 1 "$OUT/stdout")
+ok=1
+[ $rc = 0 ] && [ -f "$rundir/accel" ] && grep -q -- "-icount shift=4,sleep=on" "$rundir/accel" &&
+	! grep -q "thread=multi" "$rundir/accel" && ok=0
+tap_result $ok "icount_guest_runs_with_instruction_clock" "exit $rc" \
+	"accel: $(cat "$rundir/accel" 2>/dev/null)" "$(tail -n 3 "$OUT/stderr")"
 
 # exec passes CMD's status through.
 lab exec -- false
