@@ -237,7 +237,7 @@ static struct queued_worker queued_worker[WSCHED_MAX_CPUS];
  */
 static u32 cur_pid[WSCHED_MAX_CPUS];
 static u32 cur_tgid[WSCHED_MAX_CPUS];
-static u64 cur_start[WSCHED_MAX_CPUS];	/* scx_bpf_now() when it started */
+static u64 cur_start[WSCHED_MAX_CPUS];	/* scx_bpf_now() when it started, while hints are live */
 static u64 cur_sum[WSCHED_MAX_CPUS];	/* its se.sum_exec_runtime then */
 
 /*
@@ -384,11 +384,17 @@ static __always_inline void mask_clear(s32 cpu)
 		__sync_fetch_and_or(w, bit);
 }
 
+/*
+ * A plain bounded loop (unrolled by the compiler), not bpf_for(): the
+ * open-coded iterator's kfunc calls made a CPU going idle cost about 55
+ * guest instructions more (ops.dispatch 4.7 -> 4.3 us per call under
+ * WSCHED_LAB_TCG=icount in perf bench sched pipe).
+ */
 static __always_inline bool mask_empty(void)
 {
 	u32 i;
 
-	bpf_for(i, 0, MASK_WORDS) {
+	for (i = 0; i < MASK_WORDS; i++) {
 		if (i * 64 >= nr_cpus)
 			break;
 		if (queued_mask[i])
@@ -490,17 +496,24 @@ static __always_inline u64 vtime_clamp(u64 vt)
 	return time_before(ceil, vt) ? ceil : vt;
 }
 
-/* prev's vtime including the run it is just finishing. */
+/*
+ * prev's vtime including the run it is just finishing, from its
+ * sum_exec_runtime, which the kernel brings up to date before it calls
+ * ops.dispatch for a CPU whose task is still ours (update_curr_scx()), and
+ * which ops.stopping charges from too. Not from a clock read: scx_bpf_now()
+ * in ops.running cost about 95 guest instructions per context switch
+ * (perf bench sched pipe under WSCHED_LAB_TCG=icount, bpf_stats: ops.running
+ * 1.79 us -> 1.05 us per call without it).
+ */
 static __always_inline u64 current_vtime(struct task_struct *p)
 {
-	u64 vt = p->scx.dsq_vtime, now, start;
+	u64 vt = p->scx.dsq_vtime, ran;
 	s32 cpu = task_cpu_of(p);
 
 	if (cpu >= 0 && (u32)cpu < nr_cpus && cur_pid[cpu & CPU_MASK] == (u32)p->pid) {
-		start = cur_start[cpu & CPU_MASK];
-		now = scx_bpf_now();
-		if (time_before(start, now))
-			vt += scale_by_task_weight_inverse(p, now - start);
+		ran = p->se.sum_exec_runtime - cur_sum[cpu & CPU_MASK];
+		if ((s64)ran > 0)
+			vt += scale_by_task_weight_inverse(p, ran);
 	}
 	return vtime_floor(vt);
 }
@@ -1224,8 +1237,11 @@ bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *
 /*
  * The run that starts here is recorded per CPU, not in task storage:
  * cur_sum[] holds @p's sum_exec_runtime (the kernel's own account of its
- * CPU time, brought up to date before every ops.stopping) for the charge,
- * cur_start[] the time for current_vtime() and worker preference. The CPU
+ * CPU time, brought up to date before every ops.stopping) for the charge
+ * and current_vtime(), cur_start[] the time for worker preference, which
+ * acts only for registered processes: the clock is read only while some
+ * process is registered (a run that started before the first registration
+ * counts as long enough to preempt, once). The CPU
  * is @p's, not necessarily this one: a property change of a running task
  * (nice, affinity) stops and restarts it from the CPU that made the
  * change, and indexing by that CPU would let a task that keeps renicing a
@@ -1234,10 +1250,10 @@ bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *
 void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
 {
 	s32 cpu = task_cpu_of(p);
-	u64 now = scx_bpf_now();
 
 	cur_sum[cpu & CPU_MASK] = p->se.sum_exec_runtime;
-	cur_start[cpu & CPU_MASK] = now;
+	if (hints_live())
+		cur_start[cpu & CPU_MASK] = scx_bpf_now();
 	cur_tgid[cpu & CPU_MASK] = p->tgid;
 	cur_pid[cpu & CPU_MASK] = p->pid;
 	if (queued_worker[cpu & CPU_MASK].pid == (u32)p->pid)
