@@ -109,10 +109,14 @@ $(EXEC_TARGETS):
 	$(Q)$(LABSH) exec -- $(MAKE) LAB=0 $@
 
 # Built in the rootfs, run in the guest (make there finds the build current).
+# bench-sched's guest counts time in instructions (WSCHED_LAB_TCG=icount,
+# Documentation/lab.md) unless WSCHED_LAB_TCG says otherwise: its ratios
+# then repeat from run to run.
 $(GUEST_TARGETS):
 	$(Q)$(LABSH) setup --no-update --quiet $(if $(KERNEL),--kernel $(KERNEL))
 	$(Q)$(LABSH) exec -- $(MAKE) LAB=0 all
-	$(Q)$(LABSH) run --cpus $(if $(filter stress-guest,$@),$(STRESS_CPUS),$(LAB_CPUS)) \
+	$(Q)$(if $(filter bench-sched,$@),WSCHED_LAB_TCG=$${WSCHED_LAB_TCG:-icount}) \
+		$(LABSH) run --cpus $(if $(filter stress-guest,$@),$(STRESS_CPUS),$(LAB_CPUS)) \
 		--timeout $(LAB_TIMEOUT) -- $(MAKE) LAB=0 $@
 
 else
