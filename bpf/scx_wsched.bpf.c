@@ -178,10 +178,13 @@ static u64 vtime_now;
 static u64 vtime_now_at;	/* scx_bpf_now() of vtime_now's last advance */
 static u32 steal_hint[WSCHED_MAX_CPUS];	/* victim CPU + 1 left by a kicker, 0: none */
 /*
- * A bit per CPU whose deque may hold tasks: set (atomically) by every
- * insert, cleared by a thief that found the deque empty, which then looks
- * again and sets it back if a task arrived in between, so a clear bit
- * always had an empty deque behind it at some point after the last insert.
+ * A bit per CPU whose deque may hold tasks another CPU could take: set
+ * (atomically) by every insert of a task allowed on more than one CPU (a
+ * pinned task can only ever be dispatched by its owner), cleared by a
+ * thief that found the deque empty, which then looks again and sets it
+ * back if a task arrived in between, so a clear bit always had a deque
+ * without stealable tasks behind it at some point after the last insert
+ * of one.
  * A CPU going idle skips its steal sweep while every bit is clear (pipe
  * ping-pong goes idle per message with nothing queued anywhere: its
  * dispatch cost 4.3 us under TCG against scx_simple's 0.9). A stale set bit
@@ -373,6 +376,11 @@ static __always_inline void mask_set(s32 cpu)
 }
 
 /* @cpu's deque looked empty: clear its bit, then look again (see above). */
+static __always_inline bool mask_test(s32 cpu)
+{
+	return *mask_word(cpu) & (1ULL << ((u32)cpu % 64));
+}
+
 static __always_inline void mask_clear(s32 cpu)
 {
 	u64 *w = mask_word(cpu), bit = 1ULL << ((u32)cpu % 64);
@@ -406,6 +414,15 @@ static __always_inline bool mask_empty(void)
 static __always_inline bool try_steal(s32 cpu, s32 victim, bool balance)
 {
 	if (victim < 0 || victim == cpu || (u32)victim >= nr_cpus)
+		return false;
+	/*
+	 * A clear bit: nothing stealable arrived since the deque was last
+	 * seen empty. Without this test every CPU going idle next to a
+	 * pinned task waiting for its idle owner tried to move it, in vain
+	 * (perf bench sched pipe with each task pinned to its own CPU:
+	 * 18 600 failed steal attempts per run).
+	 */
+	if (!mask_test(victim))
 		return false;
 	if (scx_bpf_dsq_nr_queued(victim) <= 0) {
 		mask_clear(victim);
@@ -549,8 +566,15 @@ static __always_inline bool steal_balance(s32 cpu, u64 ref)
 /* Wake one idle CPU that @p may run on to steal from @victim's deque. */
 static __always_inline void kick_thief(struct task_struct *p, s32 victim)
 {
-	s32 thief = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	s32 thief;
 
+	/*
+	 * No other CPU may take a pinned task; picking would only claim
+	 * the idle state of @victim itself, its one allowed CPU.
+	 */
+	if (p->nr_cpus_allowed <= 1)
+		return;
+	thief = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 	if (thief < 0 || thief == victim)
 		return;
 	steal_hint[thief & CPU_MASK] = victim + 1;
@@ -818,8 +842,25 @@ static __always_inline void wake_credit(struct task_struct *p, s32 cpu)
 }
 
 /*
- * Whether @cpu, whose deque ops.enqueue just inserted into, will run
- * ops.dispatch before it can go idle, so that its idle kick can be skipped.
+ * What ops.enqueue needs to know about @cpu, the owner of the deque it is
+ * about to insert into (the CPU whose rq it holds locked):
+ *
+ * WS_OWNER_BUSY: it runs a task and is not inside a dispatch, so it will run
+ * ops.dispatch before it can go idle: its idle kick can be skipped.
+ *
+ * WS_OWNER_IDLE: it runs its idle task and is not inside a dispatch. For a
+ * wakeup the kernel reschedules it itself right after ops.enqueue
+ * (ttwu_do_activate() -> wakeup_preempt(): a sched_ext task outranks the
+ * idle class), so the kick is not needed either; our kick came on top of
+ * it as an irq_work self-IPI and a second IPI (perf bench sched pipe with
+ * each task pinned to its own CPU, where every wakeup goes through
+ * ops.enqueue: 18 700 IRQ-work interrupts per run). And a task that only
+ * its owner may run, arriving at an empty deque, can go straight to the
+ * owner's local DSQ: it would be the owner's next task anyway.
+ *
+ * WS_OWNER_UNKNOWN: inside a dispatch (which may drop the lock and then find
+ * nothing), or the rq cannot be read: kick.
+ *
  * ops.enqueue runs with the task's rq lock held, which is @cpu's, so the
  * kernel's own test (can_skip_idle_kick(): not running its idle task and not
  * inside a dispatch, which may drop the lock and then find nothing) can be
@@ -831,7 +872,9 @@ static __always_inline void wake_credit(struct task_struct *p, s32 cpu)
  * they exist); without either, or without the kfuncs, the answer is no and
  * the kick is made.
  */
-static __always_inline bool owner_will_dispatch(s32 cpu)
+enum ws_owner { WS_OWNER_UNKNOWN, WS_OWNER_BUSY, WS_OWNER_IDLE };
+
+static __always_inline enum ws_owner owner_look(s32 cpu)
 {
 	struct rq *rq = NULL;
 	u64 busy_flags = 0;
@@ -841,14 +884,14 @@ static __always_inline bool owner_will_dispatch(s32 cpu)
 	if (bpf_core_enum_value_exists(enum scx_rq_flags___old, SCX_RQ_IN_BALANCE))
 		busy_flags |= bpf_core_enum_value(enum scx_rq_flags___old, SCX_RQ_IN_BALANCE);
 	if (!busy_flags)
-		return false;
+		return WS_OWNER_UNKNOWN;
 	if (bpf_ksym_exists(scx_bpf_locked_rq___compat))
 		rq = scx_bpf_locked_rq___compat();
 	else if (bpf_ksym_exists(scx_bpf_cpu_rq))
 		rq = scx_bpf_cpu_rq(cpu);	/* < 6.18: enqueue holds its lock too */
-	if (!rq || rq->cpu != cpu)
-		return false;
-	return (u64)rq->curr != (u64)rq->idle && !(rq->scx.flags & busy_flags);
+	if (!rq || rq->cpu != cpu || (rq->scx.flags & busy_flags))
+		return WS_OWNER_UNKNOWN;
+	return (u64)rq->curr == (u64)rq->idle ? WS_OWNER_IDLE : WS_OWNER_BUSY;
 }
 
 /*
@@ -915,6 +958,8 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
 void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	s32 cpu = task_cpu_of(p), waiting;
+	bool wakeup = enq_flags & WS_ENQ_WAKEUP, here;
+	enum ws_owner owner = WS_OWNER_BUSY;
 	u64 vtime;
 	u32 state;
 
@@ -924,24 +969,43 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	if (enq_flags & WS_ENQ_WAKEUP)
+	if (wakeup)
 		wake_credit(p, cpu);
 	vtime = vtime_floor(p->scx.dsq_vtime);
 	waiting = scx_bpf_dsq_nr_queued(cpu);
 	state = hint_state(p);
-	scx_bpf_dsq_insert_vtime(p, cpu, run_slice(state), vtime, enq_flags);
-	mask_set(cpu);
-	STAT_INC(nr_enqueued);
-	if (p->nr_cpus_allowed > 1 && unstealable[cpu & CPU_MASK])
-		unstealable[cpu & CPU_MASK] = 0;
+	/* Another CPU's deque: the waker (this CPU's current task) is busy here. */
+	here = cpu == bpf_get_smp_processor_id();
+	if (!here)
+		owner = owner_look(cpu);
 
 	/*
-	 * Kick the owner unconditionally if it is another CPU: SCX_KICK_IDLE
-	 * is a no-op on a busy CPU, and the kernel does not skip a CPU that is
-	 * still between its last dispatch and idle, so a task can never sit
-	 * on the deque of a CPU that went to sleep just after looking at it.
+	 * A pinned task woken for an idle owner with nothing queued: its
+	 * next task either way (see owner_look()); the kernel's wakeup
+	 * preemption wakes the owner.
 	 */
-	if (cpu != bpf_get_smp_processor_id() && !owner_will_dispatch(cpu)) {
+	if (wakeup && owner == WS_OWNER_IDLE && waiting <= 0 && p->nr_cpus_allowed <= 1) {
+		scx_bpf_dsq_insert(p, WS_DSQ_LOCAL, run_slice(state), enq_flags);
+		STAT_INC(nr_direct_dispatch);
+		return;
+	}
+
+	scx_bpf_dsq_insert_vtime(p, cpu, run_slice(state), vtime, enq_flags);
+	if (p->nr_cpus_allowed > 1) {
+		mask_set(cpu);
+		if (unstealable[cpu & CPU_MASK])
+			unstealable[cpu & CPU_MASK] = 0;
+	}
+	STAT_INC(nr_enqueued);
+
+	/*
+	 * Kick the owner if it is another CPU, unless it is sure to look at
+	 * its deque (see owner_look()): the kernel does not skip a CPU that
+	 * is still between its last dispatch and idle, so a task can never
+	 * sit on the deque of a CPU that went to sleep just after looking at
+	 * it.
+	 */
+	if (owner == WS_OWNER_UNKNOWN || (owner == WS_OWNER_IDLE && !wakeup)) {
 		scx_bpf_kick_cpu(cpu, WS_KICK_IDLE);
 		STAT_INC(nr_kicks);
 	}
@@ -960,8 +1024,7 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 		qw->pid = p->pid;
 		prefer_worker(p, cpu);
 	} else if (waiting > 0 ||
-		 ((enq_flags & WS_ENQ_WAKEUP) && cpu == bpf_get_smp_processor_id() &&
-		  bpf_get_current_task_btf()->pid))
+		 (wakeup && here && bpf_get_current_task_btf()->pid))
 		kick_thief(p, cpu);
 }
 
@@ -1037,7 +1100,8 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
 	}
 
 	/* Catch-all for a missed thief kick: wake one idle CPU to steal. */
-	if (unstealable[cpu & CPU_MASK] || !bpf_ksym_exists(scx_bpf_get_online_cpumask))
+	if (unstealable[cpu & CPU_MASK] || !mask_test(cpu) ||
+	    !bpf_ksym_exists(scx_bpf_get_online_cpumask))
 		return;
 	online = scx_bpf_get_online_cpumask();
 	thief = scx_bpf_pick_idle_cpu(online, 0);

@@ -575,19 +575,17 @@ static long long irq_work_count(void)
 }
 
 /*
- * A wakeup queued on the deque of a busy CPU from another CPU costs no
- * interrupt: ops.enqueue holds that CPU's rq lock and sees it will dispatch
- * before it idles, so it does not kick it (a kick made there always became
- * an irq_work, since the kernel's trylock of the rq fails for the lock's
- * holder). T, pinned to CPU 2 beside a hog, is woken from CPU 1 through a
- * pipe every 0.5 ms for 2 s; each of its sleeps ends in such a wakeup.
- * Before: about one IRQ-work interrupt per wakeup; now nearly none.
+ * T, pinned to CPU 2 (beside a hog on CPU 2 when @hog), is woken from
+ * CPU 1 through a pipe every 0.5 ms; over 2 s, count T's sleeps (each ends
+ * in such a wakeup, which goes through ops.enqueue: T may run on one CPU
+ * only, so ops.select_cpu is not called), the IRQ-work interrupts of all
+ * CPUs and scx_wsched's failed steal attempts. Stops the scheduler.
  */
-TEST_F_TIMEOUT(sched, busy_owner_not_kicked, 60)
+static void pinned_wakeups(struct __test_metadata *_metadata, FIXTURE_DATA(sched) *self,
+			   bool hog, long long *wakeups, long long *iwi, long long *attempts)
 {
 	cpu_set_t cpu1, cpu2;
-	long long iwi0, iwi1;
-	long long sleeps0, sleeps1;
+	long long iwi0, iwi1, sleeps0, sleeps1, att0, att1, steals0, steals1;
 	int fds[2], st;
 	pid_t w, t;
 
@@ -595,7 +593,8 @@ TEST_F_TIMEOUT(sched, busy_owner_not_kicked, 60)
 	CPU_SET(1, &cpu1);
 	CPU_ZERO(&cpu2);
 	CPU_SET(2, &cpu2);
-	ASSERT_LE(0, ws_hog_start(&self->hogs, 0, &cpu2));
+	if (hog)
+		ASSERT_LE(0, ws_hog_start(&self->hogs, 0, &cpu2));
 	ASSERT_EQ(0, pipe(fds));
 	t = fork();
 	ASSERT_LE(0, t);
@@ -617,7 +616,7 @@ TEST_F_TIMEOUT(sched, busy_owner_not_kicked, 60)
 
 		if (sched_setaffinity(0, sizeof(cpu1), &cpu1))
 			_exit(1);
-		end = ws_now() + 3.0;
+		end = ws_now() + 3.5;
 		while (ws_now() < end) {
 			if (write(fds[1], "x", 1) != 1)
 				_exit(1);
@@ -626,23 +625,71 @@ TEST_F_TIMEOUT(sched, busy_owner_not_kicked, 60)
 		_exit(0);
 	}
 	close(fds[1]);
-	ws_sleep(0.5);
+	/* The loader prints its counters every second: wait for a fresh line. */
+	ws_sleep(1.1);
+	att0 = ws_json_last(OUT_FILE, "nr_steal_attempts");
+	steals0 = ws_json_last(OUT_FILE, "nr_steals");
 	sleeps0 = ctxt_switches(t, "voluntary");
 	iwi0 = irq_work_count();
 	ws_sleep(2.0);
 	iwi1 = irq_work_count();
 	sleeps1 = ctxt_switches(t, "voluntary");
+	ws_sleep(1.0);
+	att1 = ws_json_last(OUT_FILE, "nr_steal_attempts");
+	steals1 = ws_json_last(OUT_FILE, "nr_steals");
 	ASSERT_EQ(w, waitpid(w, &st, 0));
 	EXPECT_EQ(0, st);
 	ASSERT_EQ(t, waitpid(t, &st, 0));
 	EXPECT_EQ(0, st);
 	ASSERT_LE(0, iwi0) TH_LOG("no IWI line in /proc/interrupts");
 	ASSERT_LE(0, sleeps0);
+	ASSERT_LE(0, att0) TH_LOG("no counters from the loader");
 	ASSERT_EQ(0, stop_sched(&self->pid));
+	*wakeups = sleeps1 - sleeps0;
+	*iwi = iwi1 - iwi0;
+	/* Over 3 s, not 2: the counters come once a second. Failed ones only. */
+	*attempts = (att1 - att0) - (steals1 - steals0);
+}
+
+/*
+ * A wakeup queued on the deque of a busy CPU from another CPU costs no
+ * interrupt: ops.enqueue holds that CPU's rq lock and sees it will dispatch
+ * before it idles, so it does not kick it (a kick made there always became
+ * an irq_work, since the kernel's trylock of the rq fails for the lock's
+ * holder). T, pinned to CPU 2 beside a hog, is woken from CPU 1 every
+ * 0.5 ms (pinned_wakeups()). Before: about one IRQ-work interrupt per
+ * wakeup; now nearly none.
+ */
+TEST_F_TIMEOUT(sched, busy_owner_not_kicked, 60)
+{
+	long long wakeups, iwi, attempts;
+
+	pinned_wakeups(_metadata, self, true, &wakeups, &iwi, &attempts);
 	TH_LOG("%lld wakeups of the task beside the hog, %lld IRQ-work interrupts",
-	       sleeps1 - sleeps0, iwi1 - iwi0);
-	ASSERT_LE(100, sleeps1 - sleeps0);
-	EXPECT_GT((sleeps1 - sleeps0) / 4, iwi1 - iwi0);
+	       wakeups, iwi);
+	ASSERT_LE(100, wakeups);
+	EXPECT_GT(wakeups / 4, iwi);
+}
+
+/*
+ * The same wakeups of a pinned task for an idle owner (no hog on CPU 2):
+ * the kernel's wakeup preemption wakes CPU 2 itself, so ops.enqueue makes
+ * no kick of its own (which was an irq_work and a second IPI per wakeup),
+ * and no other CPU tries to steal a task that only CPU 2 may run (CPU 1,
+ * going idle after each write, tried nearly every time). Before: about one
+ * IRQ-work interrupt per wakeup and one failed steal attempt per one or
+ * two; now nearly none of either.
+ */
+TEST_F_TIMEOUT(sched, idle_owner_pinned_wakeup, 60)
+{
+	long long wakeups, iwi, attempts;
+
+	pinned_wakeups(_metadata, self, false, &wakeups, &iwi, &attempts);
+	TH_LOG("%lld wakeups of the pinned task, %lld IRQ-work interrupts, "
+	       "%lld failed steal attempts (in 3 s)", wakeups, iwi, attempts);
+	ASSERT_LE(100, wakeups);
+	EXPECT_GT(wakeups / 4, iwi);
+	EXPECT_GT(wakeups / 4, attempts);
 }
 
 /*
