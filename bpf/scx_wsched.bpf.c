@@ -367,23 +367,28 @@ static __always_inline u64 *mask_word(s32 cpu)
 	return &queued_mask[((u32)cpu / 64) & (MASK_WORDS - 1)];
 }
 
+static __always_inline u64 mask_bit(s32 cpu)
+{
+	return 1ULL << ((u32)cpu % 64);
+}
+
+static __always_inline bool mask_test(s32 cpu)
+{
+	return *mask_word(cpu) & mask_bit(cpu);
+}
+
 static __always_inline void mask_set(s32 cpu)
 {
-	u64 *w = mask_word(cpu), bit = 1ULL << ((u32)cpu % 64);
+	u64 *w = mask_word(cpu), bit = mask_bit(cpu);
 
 	if (!(*w & bit))
 		__sync_fetch_and_or(w, bit);
 }
 
 /* @cpu's deque looked empty: clear its bit, then look again (see above). */
-static __always_inline bool mask_test(s32 cpu)
-{
-	return *mask_word(cpu) & (1ULL << ((u32)cpu % 64));
-}
-
 static __always_inline void mask_clear(s32 cpu)
 {
-	u64 *w = mask_word(cpu), bit = 1ULL << ((u32)cpu % 64);
+	u64 *w = mask_word(cpu), bit = mask_bit(cpu);
 
 	if (!(*w & bit))
 		return;
@@ -869,8 +874,8 @@ static __always_inline void wake_credit(struct task_struct *p, s32 cpu)
  * such kick queued an irq_work, a self-IPI whose handler then found @cpu
  * busy (hackbench: 730-830 IRQ-work interrupts per run, scx_simple 20-24).
  * Older kernels name the flag SCX_RQ_IN_BALANCE (both are tested where
- * they exist); without either, or without the kfuncs, the answer is no and
- * the kick is made.
+ * they exist); without either, or without the kfuncs, the answer is
+ * WS_OWNER_UNKNOWN and the kick is made.
  */
 enum ws_owner { WS_OWNER_UNKNOWN, WS_OWNER_BUSY, WS_OWNER_IDLE };
 
@@ -974,7 +979,10 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 	vtime = vtime_floor(p->scx.dsq_vtime);
 	waiting = scx_bpf_dsq_nr_queued(cpu);
 	state = hint_state(p);
-	/* Another CPU's deque: the waker (this CPU's current task) is busy here. */
+	/*
+	 * This CPU's own deque: its owner runs the waker (or whatever
+	 * enqueues), so it is busy and dispatches before it can idle.
+	 */
 	here = cpu == bpf_get_smp_processor_id();
 	if (!here)
 		owner = owner_look(cpu);
