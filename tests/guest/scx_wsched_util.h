@@ -160,14 +160,15 @@ static inline int ws_run(const char *const *args, const char *err)
 	return pid < 0 ? -1 : ws_wait_exit(pid, 60);
 }
 
-/* Start the loader and wait until sched_ext reports it enabled. */
+/* Start the loader and wait until sched_ext reports it enabled (up to 90 s:
+ * a load on one online vCPU of a throttled host took more than 30). */
 static inline pid_t ws_start(const char *const *args, const char *out, const char *err)
 {
 	pid_t pid = ws_proc_spawn(args, out, err);
 
 	if (pid < 0)
 		return -1;
-	if (!ws_wait_state(true, 30)) {
+	if (!ws_wait_state(true, 90)) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		return -1;
