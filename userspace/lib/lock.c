@@ -204,15 +204,20 @@ static inline bool ticket_queued(ws_ticketlock_t *l, uint32_t t)
  * line gets one TICKET_STALL_NS to do so before the others may. Once the
  * stall outlasts TICKET_STALL_RETRY x TICKET_STALL_NS per yield made, any
  * waiter may yield again: the first yield reached nobody (the target was
- * running after all, or the kernel declined).
+ * running after all, or the kernel declined). That waiter marks the stall
+ * helped too: a waiter that was off its CPU between two clock reads sees
+ * the stall first when it is already that old, and the others need not
+ * yield for it (nor would ws_ticketlock_t.helped say that anyone had).
  */
 static bool ticket_should_yield(ws_ticketlock_t *l, uint32_t t, uint32_t o, uint64_t stuck,
 				uint32_t yields)
 {
 	uint32_t h;
 
-	if (stuck >= (uint64_t)TICKET_STALL_NS * TICKET_STALL_RETRY * (yields + 1))
+	if (stuck >= (uint64_t)TICKET_STALL_NS * TICKET_STALL_RETRY * (yields + 1)) {
+		__atomic_store_n(&l->helped, o + 1, __ATOMIC_RELAXED);
 		return true;
+	}
 	if (stuck < 2ull * TICKET_STALL_NS && t + 1 != __atomic_load_n(&l->next, __ATOMIC_RELAXED))
 		return false;
 	h = __atomic_load_n(&l->helped, __ATOMIC_RELAXED);
