@@ -163,6 +163,9 @@ struct lock_arena {
 	bool use_mutex;
 	atomic_int held;	/* the holder has the lock */
 	atomic_int got;		/* the waiter got it */
+	/* for the log: where each ran, how long the section and the wait took */
+	int holder_cpu, waiter_cpu;
+	double held_s, wait_s;	/* seconds */
 };
 
 static void lock_it(struct lock_arena *a)
@@ -188,11 +191,14 @@ static void *holder_main(void *arg)
 
 	kmod_pin(CPU);
 	lock_it(a);
+	a->holder_cpu = sched_getcpu();
+	a->held_s = ws_now();
 	atomic_store(&a->held, 1);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
 	do {		/* 100 ms of CPU time inside the section */
 		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
 	} while ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) < 100000000LL);
+	a->held_s = ws_now() - a->held_s;
 	unlock_it(a);
 	return NULL;
 }
@@ -204,7 +210,10 @@ static void *waiter_main(void *arg)
 	kmod_pin(CPU);
 	while (!atomic_load(&a->held))
 		sched_yield();
+	a->waiter_cpu = sched_getcpu();
+	a->wait_s = ws_now();
 	lock_it(a);
+	a->wait_s = ws_now() - a->wait_s;
 	atomic_store(&a->got, 1);
 	unlock_it(a);
 	return NULL;
@@ -234,14 +243,23 @@ static void lock_case(struct __test_metadata *_metadata, bool use_mutex)
 		 * round, which the kernel may decline (the holder just woke,
 		 * or is mid-switch); every round must still get the lock. */
 		for (r = 0; r < LOCK_ROUNDS; r++) {
-			struct lock_arena a = { WS_SPINLOCK_INIT, WS_MUTEX_INIT, use_mutex, 0, 0 };
+			struct lock_arena a;
 			pthread_t h, w;
+
+			memset(&a, 0, sizeof(a));
+			ws_spinlock_init(&a.spin);
+			ws_mutex_init(&a.mutex);
+			a.use_mutex = use_mutex;
 
 			if (pthread_create(&h, NULL, holder_main, &a) ||
 			    pthread_create(&w, NULL, waiter_main, &a))
 				_exit(2);
 			pthread_join(w, NULL);
 			pthread_join(h, NULL);
+			/* on stderr, into the test's log: why a run saw no
+			 * module call, if one does */
+			fprintf(stderr, "# round %d: holder on CPU %d held %.1f ms; waiter on CPU %d waited %.1f ms\n",
+				r, a.holder_cpu, a.held_s * 1e3, a.waiter_cpu, a.wait_s * 1e3);
 			if (atomic_load(&a.got) != 1)
 				_exit(1);
 		}

@@ -96,8 +96,8 @@ bool ws_spinlock_trylock(ws_spinlock_t *l)
 
 void ws_spinlock_lock(ws_spinlock_t *l)
 {
-	uint32_t backoff = 1, rounds = 0, me = self_tid(), h;
-	uint64_t start = 0;
+	uint32_t backoff = 1, me = self_tid(), h, last = 0;
+	uint64_t since = 0, now;
 
 	for (;;) {
 		/* Test (relaxed, shared cache line), then test-and-set. */
@@ -107,13 +107,26 @@ void ws_spinlock_lock(ws_spinlock_t *l)
 		pause_n(backoff);
 		if (backoff < SPIN_BACKOFF_MAX)
 			backoff <<= 1;
-		/* Spun long (time, not iterations): the holder is probably
-		 * preempted; give it our CPU rather than burn it. */
-		if (h && ++rounds % 16 == 0) {
-			if (!start)
-				start = mono_ns();
-			else if (mono_ns() - start > SPIN_SPIN_NS)
-				ws_lock_yield_to((pid_t)h);
+		if (!h)
+			continue;
+		/*
+		 * One holder kept the lock for SPIN_SPIN_NS: it is probably
+		 * preempted; give it our CPU rather than burn it, then spin
+		 * that long again. Time, not iterations: a pause costs 10 to
+		 * 100+ ns, and under QEMU's single-threaded TCG each one hands
+		 * the host thread to another vCPU. So the clock is read every
+		 * round (a vDSO read beside up to 1024 pauses; reading it every
+		 * 16th round meant 16k pauses between reads once the backoff
+		 * was full, far more than 50 us, and in the lab guest a waiter
+		 * never got to yield during a 100 ms section).
+		 */
+		now = mono_ns();
+		if (h != last || !since) {
+			last = h;
+			since = now;
+		} else if (now - since > SPIN_SPIN_NS) {
+			ws_lock_yield_to((pid_t)h);
+			since = mono_ns();
 		}
 	}
 	ws_critical_enter();

@@ -154,9 +154,10 @@ static inline void ws_hint_set_stealable(uint32_t n)
 /* ------------------------------------------------------------ locks */
 
 /* Test-and-test-and-set spinlock with bounded exponential backoff; the
- * lock word holds the holder's thread id. A waiter that has spun for 50 us
- * yields between probes, towards the holder (directed yield: wsched.ko, or
- * scx_wsched's hint slots, else a plain sched_yield()). */
+ * lock word holds the holder's thread id. A waiter that has seen one holder
+ * keep the lock for 50 us (by the clock) yields towards it (directed yield:
+ * wsched.ko, or scx_wsched's hint slots, else a plain sched_yield()), and
+ * again after every further 50 us. */
 typedef struct { uint32_t locked; } ws_spinlock_t;
 #define WS_SPINLOCK_INIT { 0 }
 
