@@ -275,6 +275,28 @@ static const char *exit_kind_name(int kind)
 	}
 }
 
+/* --verbose: what the verifier processed for each program (its time goes
+ * with this count; in the TCG lab guest a load took 40-60 s). */
+static void print_verified(struct bpf_object *obj)
+{
+	struct bpf_program *p;
+	unsigned long long sum = 0;
+
+	bpf_object__for_each_program(p, obj) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(p);
+
+		memset(&info, 0, sizeof(info));
+		if (fd < 0 || bpf_prog_get_info_by_fd(fd, &info, &len))
+			continue;
+		fprintf(stderr, "%s: verified %s: %u instructions processed, %u in the program\n",
+			prog, bpf_program__name(p), info.verified_insns, info.xlated_prog_len / 8);
+		sum += info.verified_insns;
+	}
+	fprintf(stderr, "%s: verified: %llu instructions processed in all\n", prog, sum);
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -415,7 +437,7 @@ int main(int argc, char **argv)
 		struct scx_wsched *skel;
 		struct bpf_link *link;
 		struct user_exit_info *ei;
-		double t0, next;
+		double t0, next, t_open = now_s(), t_load;
 		long seq;
 		int err;
 		bool restart = false;
@@ -449,6 +471,9 @@ int main(int argc, char **argv)
 			hint_server_stop(&hint_srv);
 			return EX_LOAD;
 		}
+		t_load = now_s();
+		if (verbose)
+			print_verified(skel->obj);
 		hint_server_attach(&hint_srv, bpf_map__fd(skel->maps.hint_procs),
 				   &skel->bss->hint_procs_live);
 		bpf_map__set_autoattach(skel->maps.wsched_ops, false);
@@ -467,9 +492,11 @@ int main(int argc, char **argv)
 			return EX_LOAD;
 		}
 		if (verbose)
-			fprintf(stderr, "%s: attached: %d CPUs, %d LLCs, slice %lu us, hints %s\n",
+			fprintf(stderr, "%s: attached: %d CPUs, %d LLCs, slice %lu us, hints %s; "
+				"open and load (verifier) %.2f s, attach %.2f s\n",
 				prog, nr_cpus, nr_llcs, slice_us,
-				!hints ? "off" : observe ? "observed only" : "on");
+				!hints ? "off" : observe ? "observed only" : "on",
+				t_load - t_open, now_s() - t_load);
 
 		t0 = now_s();
 		next = t0 + stats_s;
