@@ -291,7 +291,7 @@ static void print_verified(struct bpf_object *obj)
 		if (fd < 0 || bpf_prog_get_info_by_fd(fd, &info, &len))
 			continue;
 		fprintf(stderr, "%s: verified %s: %u instructions processed, %u in the program\n",
-			prog, bpf_program__name(p), info.verified_insns, info.xlated_prog_len / 8);
+			prog, bpf_program__name(p), info.verified_insns, info.xlated_prog_len / (__u32)sizeof(struct bpf_insn));
 		sum += info.verified_insns;
 	}
 	fprintf(stderr, "%s: verified: %llu instructions processed in all\n", prog, sum);

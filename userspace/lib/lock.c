@@ -121,7 +121,7 @@ void ws_spinlock_lock(ws_spinlock_t *l)
 		 * never got to yield during a 100 ms section).
 		 */
 		now = mono_ns();
-		if (h != last || !since) {
+		if (h != last) {	/* first held round (last 0), or a new holder */
 			last = h;
 			since = now;
 		} else if (now - since > SPIN_SPIN_NS) {
