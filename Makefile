@@ -54,7 +54,7 @@ endif
 LAB_CPUS ?= 4
 # stress-guest boots a bigger guest: the stall runs want 16 vCPUs.
 STRESS_CPUS ?= 16
-LAB_TIMEOUT ?= 1800
+LAB_TIMEOUT ?= 3000
 
 # Targets that run in the lab rootfs (chroot) and those that need the lab
 # guest (a running sched_ext kernel), when LAB=1.

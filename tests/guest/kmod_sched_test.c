@@ -335,7 +335,7 @@ static const char *scx_start(FIXTURE_DATA(sched) *self, bool need_yield)
 		execl(bin, bin, "--stats", "3600", "--json", (char *)NULL);
 		_exit(127);
 	}
-	for (i = 0; i < 300; i++) {
+	for (i = 0; i < WS_LOAD_WAIT * 20; i++) {
 		int status;
 
 		if (!read_state(state, sizeof(state)) && !strcmp(state, "enabled"))
@@ -348,7 +348,7 @@ static const char *scx_start(FIXTURE_DATA(sched) *self, bool need_yield)
 		}
 		usleep(50000);
 	}
-	return "scx_wsched not enabled after 15 s";
+	return "scx_wsched not enabled after " WS_STR(WS_LOAD_WAIT) " s";
 }
 
 /* Stops scx_wsched; 0 when it detached cleanly with exit status 0. */
@@ -604,4 +604,4 @@ TEST_F_TIMEOUT(sched, scx_wsched_yield_to_stays_fair, 120)
 	EXPECT_EQ(0, scx_stop(self)) TH_LOG("scx_wsched exit status; see %s", self->log);
 }
 
-TEST_HARNESS_MAIN
+WS_TEST_HARNESS_MAIN

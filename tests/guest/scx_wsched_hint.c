@@ -1735,4 +1735,4 @@ TEST_F_TIMEOUT(observe, thieves_not_demoted_and_workers_not_preferred, 60)
 	EXPECT_LT(share, 0.25) TH_LOG("the thief made way while only observing");
 }
 
-TEST_HARNESS_MAIN
+WS_TEST_HARNESS_MAIN

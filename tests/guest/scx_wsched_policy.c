@@ -231,7 +231,7 @@ static long long crowded_preemptions(FIXTURE_DATA(sched) *self, const char *cons
  * at most half as many as with the cut. The default (5 ms) lies between;
  * its preemptions are logged.
  */
-TEST_F_TIMEOUT(sched, slice_min_sets_the_crowded_slice, 60)
+TEST_F_TIMEOUT(sched, slice_min_sets_the_crowded_slice, 60 + 3 * WS_LOAD_ALLOWANCE)
 {
 	const char *dfl[] = { NULL };
 	const char *short_[] = { "--slice-us", "20000", "--slice-min-us", "2000", NULL };
@@ -697,7 +697,7 @@ TEST_F_TIMEOUT(sched, idle_owner_pinned_wakeup, 60)
  * kernel eject the scheduler with a restart request; the loader must load
  * it again, and the hogs keep running.
  */
-TEST_F_TIMEOUT(sched, hotplug_under_load, 180)
+TEST_F_TIMEOUT(sched, hotplug_under_load, 180 + 2 * WS_LOAD_WAIT)
 {
 	char path[128];
 	int last = self->nr_cpus - 1, i;
@@ -712,14 +712,14 @@ TEST_F_TIMEOUT(sched, hotplug_under_load, 180)
 
 	ASSERT_EQ(0, ws_write_str(path, "0"));
 	ws_sleep(0.5);
-	if (!ws_wait_state(true, 60)) {
+	if (!ws_wait_state(true, WS_LOAD_WAIT)) {
 		show_file(_metadata, ERR_FILE);
 		ASSERT_TRUE(0) TH_LOG("not reloaded after offlining CPU %d", last);
 	}
 	ws_sleep(1.0);
 	ASSERT_EQ(0, ws_write_str(path, "1"));
 	ws_sleep(0.5);
-	if (!ws_wait_state(true, 60)) {
+	if (!ws_wait_state(true, WS_LOAD_WAIT)) {
 		show_file(_metadata, ERR_FILE);
 		ASSERT_TRUE(0) TH_LOG("not reloaded after onlining CPU %d", last);
 	}
@@ -735,4 +735,4 @@ TEST_F_TIMEOUT(sched, hotplug_under_load, 180)
 	EXPECT_EQ(0, stop_sched(&self->pid));
 }
 
-TEST_HARNESS_MAIN
+WS_TEST_HARNESS_MAIN
