@@ -243,22 +243,37 @@ FIXTURE_SETUP(hint)
 		SKIP(return, "needs at least 3 online CPUs");
 	ASSERT_NE(NULL, g) TH_LOG("no group 'users' in this system");
 	self->users_gid = g->gr_gid;
-	ASSERT_TRUE(ws_wait_state(false, 10)) TH_LOG("a sched_ext scheduler is loaded before the test");
-	self->pid = ws_start(args, OUT_FILE, ERR_FILE);
-	ASSERT_LT(0, self->pid) TH_LOG("scx_wsched did not become enabled");
+	self->pid = ws_shared_start(args, OUT_FILE, ERR_FILE);
+	ASSERT_LT(0, self->pid)
+		TH_LOG("scx_wsched did not become enabled (or another scheduler was loaded)");
 }
 
-/* Both fixtures: stop the loader if it still runs; its socket must be gone. */
-static void stop_loader(struct __test_metadata *_metadata, pid_t pid)
+/*
+ * Both fixtures share one loader among their tests (ws_shared_start(); the
+ * counters the tests check are differences over their own runs). After
+ * each test the loader must still run with the scheduler enabled; if not,
+ * that test fails and the next one loads a new one. The last test of each
+ * fixture stops it (shared_loader_stops_cleanly).
+ */
+static void check_loader(struct __test_metadata *_metadata, pid_t pid)
 {
-	if (pid > 0 && waitpid(pid, NULL, WNOHANG) == 0)
-		EXPECT_EQ(0, ws_stop(pid));
+	if (pid <= 0)
+		return;
+	EXPECT_TRUE(ws_shared_alive()) TH_LOG("the shared loader exited during the test");
+	EXPECT_TRUE(ws_enabled()) TH_LOG("the scheduler was not enabled at the end of the test");
+}
+
+/* The shared loader exits 0 and removes its socket. */
+static void stop_loader(struct __test_metadata *_metadata)
+{
+	EXPECT_EQ(0, ws_shared_stop());
 	EXPECT_NE(0, access(WS_HINT_SOCK_PATH, F_OK)) TH_LOG("the loader left its socket behind");
+	EXPECT_TRUE(ws_wait_state(false, 10)) TH_LOG("still enabled after the loader exited");
 }
 
 FIXTURE_TEARDOWN(hint)
 {
-	stop_loader(_metadata, self->pid);
+	check_loader(_metadata, self->pid);
 }
 
 /* ------------------------------------------------ registration, many */
@@ -919,7 +934,7 @@ TEST_F_TIMEOUT(hint, random_bytes_in_every_slot_under_stress_change_nothing_fata
 	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("stress-ng status %#x", st);
 	EXPECT_LE(secs, ws_now() - t0 + 1);
 	EXPECT_TRUE(ws_enabled()) TH_LOG("the scheduler was ejected");
-	EXPECT_EQ(0, waitpid(self->pid, NULL, WNOHANG)) TH_LOG("the loader exited");
+	EXPECT_TRUE(ws_shared_alive()) TH_LOG("the loader exited");
 	EXPECT_LT(s0.nr_hint_malformed, s1.nr_hint_malformed) TH_LOG("no garbage reached the scheduler");
 }
 
@@ -1589,6 +1604,13 @@ TEST_F_TIMEOUT(hint, thief_and_worker_claims_gain_no_cpu, 60)
 	munmap(d, sizeof(*d));
 }
 
+/* Declared last of the hint tests, so run last: the loader they shared. */
+TEST_F(hint, shared_loader_stops_cleanly)
+{
+	stop_loader(_metadata);
+	self->pid = 0;
+}
+
 /* ------------------------------------------------ observe mode */
 
 /*
@@ -1607,14 +1629,14 @@ FIXTURE_SETUP(observe)
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 3)
 		SKIP(return, "needs at least 3 online CPUs");
-	ASSERT_TRUE(ws_wait_state(false, 10)) TH_LOG("a sched_ext scheduler is loaded before the test");
-	self->pid = ws_start(args, OUT_FILE, ERR_FILE);
-	ASSERT_LT(0, self->pid) TH_LOG("scx_wsched --hints-observe did not become enabled");
+	self->pid = ws_shared_start(args, OUT_FILE, ERR_FILE);
+	ASSERT_LT(0, self->pid)
+		TH_LOG("scx_wsched --hints-observe did not become enabled (or another scheduler was loaded)");
 }
 
 FIXTURE_TEARDOWN(observe)
 {
-	stop_loader(_metadata, self->pid);
+	check_loader(_metadata, self->pid);
 }
 
 /*
@@ -1733,6 +1755,13 @@ TEST_F_TIMEOUT(observe, thieves_not_demoted_and_workers_not_preferred, 60)
 	       (unsigned long long)own.nr_worker_pulled);
 	EXPECT_EQ(0, own.nr_worker_pulled);
 	EXPECT_LT(share, 0.25) TH_LOG("the thief made way while only observing");
+}
+
+/* Declared last of the observe tests, so run last: the loader they shared. */
+TEST_F(observe, shared_loader_stops_cleanly)
+{
+	stop_loader(_metadata);
+	self->pid = 0;
 }
 
 WS_TEST_HARNESS_MAIN

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -182,11 +183,15 @@ static inline int ws_run(const char *const *args, const char *err)
 	{								\
 		struct __fixture_metadata *f;				\
 		struct __test_metadata *t;				\
+		int rc;							\
 									\
 		for (f = __fixture_list; f; f = f->next)		\
 			for (t = f->tests; t; t = t->next)		\
 				t->timeout += WS_LOAD_ALLOWANCE;	\
-		return test_harness_run(argc, argv);			\
+		ws_keeper_init();					\
+		rc = test_harness_run(argc, argv);			\
+		ws_keeper_end();					\
+		return rc;						\
 	}
 
 /* Start the loader and wait until sched_ext reports it enabled (up to
@@ -217,6 +222,220 @@ static inline int ws_stop(pid_t pid)
 		waitpid(pid, NULL, 0);
 	}
 	return rc;
+}
+
+/* ------------------------------------------------------ a shared loader */
+
+/*
+ * One loader shared by the tests of a fixture, instead of one load per
+ * test (the hint tests made some 20 loads: over 20 min on a throttled
+ * host). kselftest runs each test in a child process, which could not wait
+ * for a loader that an earlier test started, so a keeper process forked by
+ * WS_TEST_HARNESS_MAIN before the first test owns the loader. A test sends
+ * it one request at a time through a pipe (kselftest runs one test at a
+ * time) and reads the answer, tagged with the request's number, from
+ * another: an answer left unread by a test that was killed while it waited
+ * is skipped by the next one. The keeper stops the loader and exits when
+ * the program ends (end of file on its request pipe); main waits for it,
+ * so the next test program finds sched_ext disabled.
+ */
+enum { WS_KEEP_START = 1, WS_KEEP_STOP, WS_KEEP_ALIVE };
+
+#define WS_KEEP_ARGS	12
+#define WS_KEEP_ARGLEN	48
+
+struct ws_keep_req {
+	unsigned int seq;
+	int op;
+	char argv[WS_KEEP_ARGS][WS_KEEP_ARGLEN];	/* "" ends the list */
+	char out[96], err[96];				/* "": /dev/null */
+};
+
+struct ws_keep_ans {
+	unsigned int seq;
+	int result;	/* START: loader pid or -1; STOP: exit status or -1; ALIVE: 1 or 0 */
+};
+
+static int ws_keep_req_fd = -1, ws_keep_ans_fd = -1;
+static pid_t ws_keeper_pid;
+
+static inline bool ws_keep_same(const struct ws_keep_req *a, const struct ws_keep_req *b)
+{
+	return !memcmp(a->argv, b->argv, sizeof(a->argv)) && !strcmp(a->out, b->out) &&
+	       !strcmp(a->err, b->err);
+}
+
+/* The keeper: serves requests until end of file, then stops the loader. */
+static inline void ws_keeper_loop(int rfd, int wfd)
+{
+	struct ws_keep_req cur, r;
+	pid_t pid = 0;
+	int died = -1;	/* exit status of a loader that ended by itself */
+
+	memset(&cur, 0, sizeof(cur));
+	for (;;) {
+		struct pollfd pfd = { .fd = rfd, .events = POLLIN };
+		const char *args[WS_KEEP_ARGS + 1];
+		struct ws_keep_ans a;
+		int n = poll(&pfd, 1, 200), st, i;
+		ssize_t got;
+
+		if (pid > 0 && waitpid(pid, &st, WNOHANG) == pid) {
+			died = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			pid = 0;
+		}
+		if (n <= 0)
+			continue;
+		got = read(rfd, &r, sizeof(r));
+		if (got == 0 || (got < 0 && errno != EINTR))
+			break;
+		if (got != sizeof(r))
+			continue;
+		r.out[sizeof(r.out) - 1] = r.err[sizeof(r.err) - 1] = '\0';
+		a.seq = r.seq;
+		a.result = -1;
+		switch (r.op) {
+		case WS_KEEP_START:
+			if (pid > 0 && (!ws_keep_same(&cur, &r) || !ws_enabled())) {
+				ws_stop(pid);
+				pid = 0;
+			}
+			if (pid <= 0 && ws_wait_state(false, 10)) {
+				for (i = 0; i < WS_KEEP_ARGS && r.argv[i][0]; i++) {
+					r.argv[i][WS_KEEP_ARGLEN - 1] = '\0';
+					args[i] = r.argv[i];
+				}
+				args[i] = NULL;
+				pid = ws_start(args, r.out[0] ? r.out : NULL, r.err[0] ? r.err : NULL);
+				cur = r;
+				died = -1;
+			}
+			a.result = pid > 0 ? pid : -1;
+			break;
+		case WS_KEEP_STOP:
+			a.result = pid > 0 ? ws_stop(pid) : died;
+			pid = 0;
+			died = -1;
+			break;
+		case WS_KEEP_ALIVE:
+			a.result = pid > 0;
+			break;
+		}
+		if (write(wfd, &a, sizeof(a)) != sizeof(a))
+			break;
+	}
+	if (pid > 0)
+		ws_stop(pid);
+	_exit(0);
+}
+
+static inline void ws_keeper_init(void)
+{
+	int req[2], ans[2];
+
+	if (pipe2(req, O_CLOEXEC))
+		return;
+	if (pipe2(ans, O_CLOEXEC)) {
+		close(req[0]);
+		close(req[1]);
+		return;
+	}
+	fflush(NULL);
+	ws_keeper_pid = fork();
+	if (ws_keeper_pid == 0) {
+		close(req[1]);
+		close(ans[0]);
+		ws_keeper_loop(req[0], ans[1]);
+	}
+	close(req[0]);
+	close(ans[1]);
+	if (ws_keeper_pid < 0) {
+		close(req[1]);
+		close(ans[0]);
+		return;
+	}
+	ws_keep_req_fd = req[1];
+	ws_keep_ans_fd = ans[0];
+}
+
+/* End of the program: let the keeper stop the loader, wait for it. */
+static inline void ws_keeper_end(void)
+{
+	if (ws_keeper_pid <= 0)
+		return;
+	close(ws_keep_req_fd);
+	close(ws_keep_ans_fd);
+	waitpid(ws_keeper_pid, NULL, 0);
+}
+
+/* Send @r, wait up to @timeout s for its answer; the answer's result or -1. */
+static inline int ws_keep_call(struct ws_keep_req *r, double timeout)
+{
+	static unsigned int n;
+	double end = ws_now() + timeout;
+	struct ws_keep_ans a;
+
+	if (ws_keep_req_fd < 0)
+		return -1;
+	r->seq = (unsigned int)getpid() << 10 | (++n & 1023);
+	if (write(ws_keep_req_fd, r, sizeof(*r)) != sizeof(*r))
+		return -1;
+	while (ws_now() < end) {
+		struct pollfd pfd = { .fd = ws_keep_ans_fd, .events = POLLIN };
+
+		if (poll(&pfd, 1, 100) == 1) {
+			if (read(ws_keep_ans_fd, &a, sizeof(a)) != sizeof(a))
+				return -1;
+			if (a.seq == r->seq)
+				return a.result;
+		}
+	}
+	return -1;
+}
+
+/*
+ * The shared loader, running with @args (NULL-terminated) and its output in
+ * @out and @err: the one already running if it has these and the scheduler
+ * is enabled, else a new one (after stopping the old). Its pid, or -1.
+ */
+static inline pid_t ws_shared_start(const char *const *args, const char *out, const char *err)
+{
+	struct ws_keep_req r;
+	int i;
+
+	memset(&r, 0, sizeof(r));
+	r.op = WS_KEEP_START;
+	for (i = 0; args && args[i]; i++)
+		if (i >= WS_KEEP_ARGS || strlen(args[i]) >= WS_KEEP_ARGLEN)
+			return -1;
+		else
+			strcpy(r.argv[i], args[i]);
+	if (strlen(out ?: "") >= sizeof(r.out) || strlen(err ?: "") >= sizeof(r.err))
+		return -1;
+	strcpy(r.out, out ?: "");
+	strcpy(r.err, err ?: "");
+	return ws_keep_call(&r, WS_LOAD_WAIT + 60);
+}
+
+/* Stop the shared loader: its exit status (if it had ended by itself, the
+ * status it ended with), -1 if none ran or it did not exit in time. */
+static inline int ws_shared_stop(void)
+{
+	struct ws_keep_req r;
+
+	memset(&r, 0, sizeof(r));
+	r.op = WS_KEEP_STOP;
+	return ws_keep_call(&r, 60);
+}
+
+/* Whether the shared loader still runs. */
+static inline bool ws_shared_alive(void)
+{
+	struct ws_keep_req r;
+
+	memset(&r, 0, sizeof(r));
+	r.op = WS_KEEP_ALIVE;
+	return ws_keep_call(&r, 10) == 1;
 }
 
 /* The value of "name":N in the last JSON line of @path, or -1. */
