@@ -30,16 +30,21 @@ FIXTURE_SETUP(sched)
 	if (self->nr_cpus < 4)
 		SKIP(return, "needs at least 4 online CPUs, have %d", self->nr_cpus);
 	ASSERT_EQ(0, ws_hogs_init(&self->hogs));
-	ASSERT_TRUE(ws_wait_state(false, 10)) TH_LOG("a sched_ext scheduler is loaded before the test");
-	self->pid = ws_start(args, OUT_FILE, ERR_FILE);
-	ASSERT_LT(0, self->pid) TH_LOG("scx_wsched did not become enabled");
+	self->pid = ws_shared_start(args, OUT_FILE, ERR_FILE);
+	ASSERT_LT(0, self->pid)
+		TH_LOG("scx_wsched did not become enabled (or another scheduler was loaded)");
 }
 
+/*
+ * The tests share one loader (ws_shared_start(); the counters they check
+ * are differences over their own runs, read from fresh JSON lines). Each
+ * checks at its end that the loader still runs and the scheduler is
+ * enabled; after a test that left it otherwise, the next loads a new one.
+ * The last test stops it (shared_loader_stops_cleanly).
+ */
 FIXTURE_TEARDOWN(sched)
 {
 	ws_hogs_stop(&self->hogs);
-	if (self->pid > 0 && waitpid(self->pid, NULL, WNOHANG) == 0)
-		ws_stop(self->pid);
 }
 
 /* Log the loader's stderr (for a failure). */
@@ -55,16 +60,19 @@ static void show_file(struct __test_metadata *_metadata, const char *path)
 		fclose(f);
 }
 
-/* Stop the loader; check it exited 0 and was enabled up to the end. */
-static int stop_sched(pid_t *pid)
+/* 0 while the shared loader runs with the scheduler enabled; -100: not
+ * enabled, -101: the loader exited. */
+static int sched_ok(void)
 {
-	int rc;
-
 	if (!ws_enabled())
 		return -100;
-	rc = ws_stop(*pid);
-	*pid = 0;
-	return rc;
+	return ws_shared_alive() ? 0 : -101;
+}
+
+/* A counter from a fresh line of the loader's, or -1 (up to 5 s). */
+static long long counter(const char *name)
+{
+	return ws_json_fresh(OUT_FILE, name, 5);
 }
 
 static void all_cpus(cpu_set_t *set, int n)
@@ -85,8 +93,10 @@ TEST_F_TIMEOUT(sched, stealing, 60)
 {
 	unsigned long long b0[WS_MAX_CPUS], t0[WS_MAX_CPUS], b1[WS_MAX_CPUS], t1[WS_MAX_CPUS];
 	int n = self->nr_cpus * 4, i, c;
+	long long steals0 = counter("nr_steals"), att0 = counter("nr_steal_attempts"), steals1;
 	cpu_set_t cpu0, all;
 
+	ASSERT_LE(0, steals0) TH_LOG("no counters from the loader");
 	CPU_ZERO(&cpu0);
 	CPU_SET(0, &cpu0);
 	all_cpus(&all, self->nr_cpus);
@@ -107,10 +117,11 @@ TEST_F_TIMEOUT(sched, stealing, 60)
 		EXPECT_LT(0.85, busy) TH_LOG("CPU %d only %.0f%% busy", c, busy * 100);
 	}
 	ws_hogs_stop(&self->hogs);
-	ASSERT_EQ(0, stop_sched(&self->pid));
-	EXPECT_LT(0, ws_json_last(OUT_FILE, "nr_steals"));
-	TH_LOG("nr_steals %lld, nr_steal_attempts %lld", ws_json_last(OUT_FILE, "nr_steals"),
-	       ws_json_last(OUT_FILE, "nr_steal_attempts"));
+	ASSERT_EQ(0, sched_ok());
+	steals1 = counter("nr_steals");
+	EXPECT_LT(steals0, steals1);
+	TH_LOG("nr_steals +%lld, nr_steal_attempts +%lld", steals1 - steals0,
+	       ws_json_last(OUT_FILE, "nr_steal_attempts") - att0);
 }
 
 /*
@@ -140,7 +151,7 @@ TEST_F_TIMEOUT(sched, fairness_equal_weights, 60)
 		EXPECT_GT(0.20, dev < 0 ? -dev : dev) TH_LOG("hog %d off the mean by %.0f%%", i, dev * 100);
 	}
 	ws_hogs_stop(&self->hogs);
-	EXPECT_EQ(0, stop_sched(&self->pid));
+	EXPECT_EQ(0, sched_ok());
 }
 
 /*
@@ -169,7 +180,7 @@ TEST_F_TIMEOUT(sched, fairness_nice, 60)
 	EXPECT_LT(want * 0.75, ratio);
 	EXPECT_GT(want * 1.25, ratio);
 	ws_hogs_stop(&self->hogs);
-	EXPECT_EQ(0, stop_sched(&self->pid));
+	EXPECT_EQ(0, sched_ok());
 }
 
 /* Context switches of process @pid so far, of @kind "voluntary" or
@@ -199,9 +210,7 @@ static long long crowded_preemptions(FIXTURE_DATA(sched) *self, const char *cons
 	cpu_set_t cpu2;
 	int i;
 
-	if (self->pid > 0 && ws_stop(self->pid))
-		return -1;
-	self->pid = ws_start(args, OUT_FILE, ERR_FILE);
+	self->pid = ws_shared_start(args, OUT_FILE, ERR_FILE);
 	if (self->pid <= 0)
 		return -1;
 	CPU_ZERO(&cpu2);
@@ -248,7 +257,7 @@ TEST_F_TIMEOUT(sched, slice_min_sets_the_crowded_slice, 60 + 3 * WS_LOAD_ALLOWAN
 	       cut, kept, def);
 	EXPECT_GE(150, kept);
 	EXPECT_GE(cut / 2, kept);
-	EXPECT_EQ(0, stop_sched(&self->pid));
+	EXPECT_EQ(0, sched_ok());
 }
 
 /*
@@ -289,7 +298,7 @@ TEST_F_TIMEOUT(sched, sched_idle_and_cgroup, 60)
 	EXPECT_LT(1000e6, (double)(b[2] - a[2])) TH_LOG("cgroup hog barely ran");
 	ws_hogs_stop(&self->hogs);
 	rmdir(cg);
-	EXPECT_EQ(0, stop_sched(&self->pid));
+	EXPECT_EQ(0, sched_ok());
 }
 
 /*
@@ -301,8 +310,10 @@ TEST_F_TIMEOUT(sched, affinity_respected, 60)
 {
 	int n_free = self->nr_cpus * 3, i, r0, r1;
 	unsigned long long free_seen = 0;
+	long long steals0 = counter("nr_steals");
 	cpu_set_t cpu0, two_three, all;
 
+	ASSERT_LE(0, steals0) TH_LOG("no counters from the loader");
 	CPU_ZERO(&cpu0);
 	CPU_SET(0, &cpu0);
 	CPU_ZERO(&two_three);
@@ -333,8 +344,8 @@ TEST_F_TIMEOUT(sched, affinity_respected, 60)
 	EXPECT_EQ((1ULL << self->nr_cpus) - 1, free_seen)
 		TH_LOG("free hogs ran only on CPUs %#llx", free_seen);
 	ws_hogs_stop(&self->hogs);
-	ASSERT_EQ(0, stop_sched(&self->pid));
-	EXPECT_LT(0, ws_json_last(OUT_FILE, "nr_steals"));
+	ASSERT_EQ(0, sched_ok());
+	EXPECT_LT(steals0, counter("nr_steals"));
 }
 
 static void spin_for(double s)
@@ -411,7 +422,7 @@ static void sleeper_beside(struct __test_metadata *_metadata, FIXTURE_DATA(sched
 	EXPECT_GT(max_mean, late[1]);
 	EXPECT_GT(0.300, late[0]);
 	munmap((void *)late, sizeof(double) * 2);
-	EXPECT_EQ(0, stop_sched(&self->pid));
+	EXPECT_EQ(0, sched_ok());
 }
 
 /*
@@ -474,7 +485,7 @@ TEST_F_TIMEOUT(sched, light_task_carries_no_debt_from_running_alone, 60)
 	EXPECT_LT(1000000ULL, b[0] - a[0]) TH_LOG("the nice-19 hog was starved");
 	EXPECT_GT(0.10, share);
 	ws_hogs_stop(&self->hogs);
-	EXPECT_EQ(0, stop_sched(&self->pid));
+	EXPECT_EQ(0, sched_ok());
 }
 
 #define SYNC_TRIALS	40
@@ -492,11 +503,13 @@ TEST_F_TIMEOUT(sched, light_task_carries_no_debt_from_running_alone, 60)
 TEST_F_TIMEOUT(sched, sync_wakee_stolen, 60)
 {
 	int wake[2], ready[2], i, off = 0, st;
+	long long local0 = counter("nr_wake_sync_local"), local;
 	cpu_set_t cpu1, all;
 	pid_t w, t;
 	int *where;
 	char c = 0;
 
+	ASSERT_LE(0, local0) TH_LOG("no counters from the loader");
 	CPU_ZERO(&cpu1);
 	CPU_SET(1, &cpu1);
 	all_cpus(&all, self->nr_cpus);
@@ -541,11 +554,12 @@ TEST_F_TIMEOUT(sched, sync_wakee_stolen, 60)
 	EXPECT_EQ(0, st);
 	for (i = 0; i < SYNC_TRIALS; i++)
 		off += where[i] != 1;
-	ASSERT_EQ(0, stop_sched(&self->pid));
-	TH_LOG("wakee ran off the waker's CPU in %d of %d trials, nr_wake_sync_local %lld",
-	       off, SYNC_TRIALS, ws_json_last(OUT_FILE, "nr_wake_sync_local"));
+	ASSERT_EQ(0, sched_ok());
+	local = counter("nr_wake_sync_local") - local0;
+	TH_LOG("wakee ran off the waker's CPU in %d of %d trials, nr_wake_sync_local +%lld",
+	       off, SYNC_TRIALS, local);
 	EXPECT_LE(SYNC_TRIALS / 4, off);	/* 21-39 of 40 measured, 0 on the local DSQ */
-	EXPECT_LE(SYNC_TRIALS / 2, ws_json_last(OUT_FILE, "nr_wake_sync_local"));
+	EXPECT_LE(SYNC_TRIALS / 2, local);
 	munmap(where, SYNC_TRIALS * sizeof(*where));
 }
 
@@ -644,7 +658,7 @@ static void pinned_wakeups(struct __test_metadata *_metadata, FIXTURE_DATA(sched
 	ASSERT_LE(0, iwi0) TH_LOG("no IWI line in /proc/interrupts");
 	ASSERT_LE(0, sleeps0);
 	ASSERT_LE(0, att0) TH_LOG("no counters from the loader");
-	ASSERT_EQ(0, stop_sched(&self->pid));
+	ASSERT_EQ(0, sched_ok());
 	*wakeups = sleeps1 - sleeps0;
 	*iwi = iwi1 - iwi0;
 	/* Over 3 s, not 2: the counters come once a second. Failed ones only. */
@@ -729,10 +743,18 @@ TEST_F_TIMEOUT(sched, hotplug_under_load, 180 + 2 * WS_LOAD_WAIT)
 	ws_hogs_snapshot(&self->hogs, b);
 	for (i = 0; i < self->hogs.n; i++)
 		EXPECT_LT(a[i], b[i]) TH_LOG("hog %d made no progress after hotplug", i);
-	EXPECT_EQ(0, waitpid(self->pid, NULL, WNOHANG)) TH_LOG("loader died");
+	EXPECT_TRUE(ws_shared_alive()) TH_LOG("loader died");
 	EXPECT_TRUE(ws_file_contains(ERR_FILE, "asked for a restart"));
 	ws_hogs_stop(&self->hogs);
-	EXPECT_EQ(0, stop_sched(&self->pid));
+	EXPECT_EQ(0, sched_ok());
+}
+
+/* Declared last, so run last: the loader the tests shared exits 0. */
+TEST_F(sched, shared_loader_stops_cleanly)
+{
+	EXPECT_EQ(0, ws_shared_stop());
+	EXPECT_TRUE(ws_wait_state(false, 10)) TH_LOG("still enabled after the loader exited");
+	self->pid = 0;
 }
 
 WS_TEST_HARNESS_MAIN

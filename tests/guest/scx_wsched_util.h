@@ -455,6 +455,40 @@ static inline long long ws_json_last(const char *path, const char *name)
 	return p ? strtoll(p + strlen(key), NULL, 10) : -1;
 }
 
+/* JSON lines in @path so far. */
+static inline int ws_json_lines(const char *path)
+{
+	char line[4096];
+	FILE *f = fopen(path, "r");
+	int n = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		n += line[0] == '{';
+	fclose(f);
+	return n;
+}
+
+/*
+ * "name":N of a JSON line that a loader printing its counters every second
+ * (--stats 1 --json) wrote after this call began: waits for two new lines
+ * (the first may hold counters read before the call), up to @timeout s;
+ * -1 if they did not come.
+ */
+static inline long long ws_json_fresh(const char *path, const char *name, double timeout)
+{
+	int n0 = ws_json_lines(path);
+	double end = ws_now() + timeout;
+
+	do {
+		if (ws_json_lines(path) >= n0 + 2)
+			return ws_json_last(path, name);
+		ws_sleep(0.1);
+	} while (ws_now() < end);
+	return -1;
+}
+
 static inline bool ws_file_contains(const char *path, const char *needle)
 {
 	char buf[65536];
