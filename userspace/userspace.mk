@@ -26,6 +26,9 @@ CXX           ?= c++
 VALGRIND      ?= valgrind
 
 WS_CFLAGS      = $(BASE_CFLAGS) -I$(WS_DIR)/include -I$(WS_DIR)/lib -pthread
+# The library's own sources: every external function has a prototype in a
+# header (public, or lib/*_internal.h).
+WS_LIB_CFLAGS  = -Wmissing-prototypes
 WS_TEST_CFLAGS = -I$(KSFT_INC) -I$(WS_DIR)/tests -Wno-sign-compare
 WS_TSAN_FLAGS := -fsanitize=thread -DWS_NO_FENCES -DWS_TEST_SCALE_DEFAULT=4
 WS_ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
@@ -40,7 +43,7 @@ WS_$(1)_TESTS := $$(patsubst %,$(4)/%$(5),$$(WS_TEST_NAMES))
 $$(BUILD)/$(3)/obj/%.o: $$(WS_DIR)/lib/%.c $$(WS_HDRS)
 	$$(call msg,CC,$$@)
 	$$(Q)mkdir -p $$(@D)
-	$$(Q)$$(CC) $$(WS_CFLAGS) -fPIC $(2) -c -o $$@ $$<
+	$$(Q)$$(CC) $$(WS_CFLAGS) $$(WS_LIB_CFLAGS) -fPIC $(2) -c -o $$@ $$<
 
 $$(WS_$(1)_LIB): $$(WS_$(1)_OBJ)
 	$$(call msg,AR,$$@)

@@ -28,7 +28,7 @@
 #undef ws_spawn
 #include "kselftest_harness.h"
 #include "scx_wsched.h"
-#include "wsched/lock.h"
+#include "wsched/thread.h"
 #include "wsched/pool.h"
 
 #define OUT_FILE "/tmp/scx_wsched_hint.out"

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "wsched/lock.h"
+#include "wsched/thread.h"
 #include "bench.h"
 
 #define MAX_THREADS	1024

@@ -28,7 +28,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "wsched/lock.h"
+#include "wsched/thread.h"
+#include "hint_internal.h"
 
 __thread struct ws_hint_slot *_ws_hint_self __attribute__((tls_model("initial-exec")));
 __thread struct ws_hint_slot _ws_hint_local __attribute__((tls_model("initial-exec")));

@@ -22,6 +22,7 @@
 
 #include "atomic_internal.h"
 #include "wsched/lock.h"
+#include "wsched/thread.h"
 #include "yield_internal.h"
 
 #define SPIN_BACKOFF_MAX	1024u	/* pauses between probes, at most */

@@ -79,7 +79,7 @@
 #include <unistd.h>
 
 #include "wsched/pool.h"
-#include "wsched/lock.h"
+#include "wsched/thread.h"
 #include "atomic_internal.h"
 #include "yield_internal.h"
 
@@ -1172,21 +1172,6 @@ void ws_pool_sum_stats(const struct ws_pool *p, struct ws_worker_stats *sum)
 enum ws_yield_path ws_pool_yield_path(const struct ws_pool *p)
 {
 	return p->yield.path;
-}
-
-const char *ws_yield_path_name(enum ws_yield_path path)
-{
-	switch (path) {
-	case WS_YIELD_PLAIN:
-		return "plain";
-	case WS_YIELD_HINT:
-		return "hint";
-	case WS_YIELD_MODULE:
-		return "module";
-	case WS_YIELD_AUTO:
-		break;
-	}
-	return "?";
 }
 
 unsigned ws_worker_index(const struct ws_worker *w)

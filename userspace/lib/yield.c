@@ -11,8 +11,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "wsched/lock.h"
+#include "wsched/thread.h"
 #include "wsched/wsched_ioctl.h"
+#include "hint_internal.h"
 #include "yield_internal.h"
 
 pid_t ws_gettid(void)
@@ -115,4 +116,19 @@ int ws_yielder_yield_to(const struct ws_yielder *y, pid_t tid)
 	}
 	sched_yield();
 	return 0;
+}
+
+const char *ws_yield_path_name(enum ws_yield_path path)
+{
+	switch (path) {
+	case WS_YIELD_PLAIN:
+		return "plain";
+	case WS_YIELD_HINT:
+		return "hint";
+	case WS_YIELD_MODULE:
+		return "module";
+	case WS_YIELD_AUTO:
+		break;
+	}
+	return "?";
 }

@@ -28,7 +28,7 @@
 
 #include <sys/types.h>
 
-#include "wsched/pool.h"
+#include "wsched/yield.h"
 
 struct ws_yielder {
 	enum ws_yield_path path;
@@ -44,10 +44,6 @@ void ws_yielder_close(struct ws_yielder *y);
  * reported that the CPU was handed to @tid (module path only), else 0 (the caller yielded the ordinary way or, when the
  * kernel found nobody else to run, not at all). */
 int ws_yielder_yield_to(const struct ws_yielder *y, pid_t tid);
-
-/* hint.c: map this process's hint slots without registering the caller;
- * 0 when scx_wsched serves hints, else -errno. */
-int _ws_hint_connect(void);
 
 /* The calling thread's id (gettid). */
 pid_t ws_gettid(void);

@@ -23,6 +23,7 @@
 #include "kselftest_harness.h"
 #include "test_util.h"
 #include "wsched/lock.h"
+#include "wsched/thread.h"
 
 #define MAP_LEN (WS_HINT_NR_SLOTS * WS_HINT_SLOT_SIZE)
 

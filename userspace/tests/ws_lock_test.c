@@ -18,6 +18,7 @@
 #include "kselftest_harness.h"
 #include "test_util.h"
 #include "wsched/lock.h"
+#include "wsched/thread.h"
 
 #define NR_THREADS 4
 

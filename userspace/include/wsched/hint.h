@@ -49,7 +49,7 @@ struct ws_hint_slot {
 	__u32 cs_depth;		/* critical-section nesting depth, 0: outside */
 	__u64 cs_count;		/* critical sections entered (outermost and nested) */
 	__u32 nr_stealable;	/* tasks other threads may steal from the owner */
-	__u32 yield_to_tid;	/* directed-yield target (issue 6); 0: none */
+	__u32 yield_to_tid;	/* directed-yield target; 0: none */
 	/* Set (1) by the scheduler, only in the slot of the task it is
 	 * ticking, when it grants that task a grace; cleared by the scheduler
 	 * when the task stops, and by the library when it leaves its

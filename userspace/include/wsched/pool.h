@@ -34,26 +34,13 @@
 #include <stdint.h>
 
 #include "wsched/task.h"
+#include "wsched/yield.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 struct ws_pool;
-
-/*
- * How an idle worker gives its CPU away when it would help a thread that is
- * not running: a thief facing a worker that holds work but has not shared
- * it (preempted, most likely), or a worker waiting for the thief of its
- * task. A directed yield hands the CPU to that very thread.
- */
-enum ws_yield_path {
-	WS_YIELD_AUTO = 0,	/* attr only: the best one available */
-	WS_YIELD_PLAIN,		/* sched_yield(): the scheduler picks */
-	WS_YIELD_HINT,		/* name the target in the thread's hint slot,
-				 * then sched_yield(); scx_wsched hands over */
-	WS_YIELD_MODULE,	/* WSCHED_IOC_YIELD_TO on /dev/wsched (wsched.ko) */
-};
 
 /* Pool attributes. Start from ws_pool_attr_init(); 0 means "default". */
 struct ws_pool_attr {
@@ -118,10 +105,9 @@ int ws_pool_destroy(struct ws_pool *pool);
 
 unsigned ws_pool_nr_workers(const struct ws_pool *pool);
 
-/* The yield path the pool uses (never WS_YIELD_AUTO), and a name for it:
- * "plain", "hint", "module" ("?" for other values). */
+/* The yield path the pool uses (never WS_YIELD_AUTO; ws_yield_path_name
+ * names it). */
 enum ws_yield_path ws_pool_yield_path(const struct ws_pool *pool);
-const char *ws_yield_path_name(enum ws_yield_path path);
 
 /*
  * Queue @fn(@arg) at the tail of the pool's FIFO public queue; @group may be
