@@ -1234,7 +1234,8 @@ static __always_inline struct task_struct *hint_yield_target(struct task_struct 
 
 /*
  * Yield-to-all (Arora, Blumofe & Plaxton): a registered thread's
- * sched_yield() puts it behind every task waiting on this CPU's deque, so
+ * sched_yield() outside every critical section (hint_yield_to_all()) puts
+ * it behind every task waiting on this CPU's deque, so
  * each of them (its own process's preempted workers first among them) runs
  * before it does again. Its vtime goes just past the deque's last task (the
  * deque is vtime-ordered: the reverse iterator's first entry); it pays for
@@ -1290,7 +1291,7 @@ bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *
 			if (yield_towards(from, t, true))
 				STAT_INC(nr_yield_hint_handoff);
 			bpf_task_release(t);
-		} else if (acting) {
+		} else if (acting && hint_yield_to_all(acting)) {
 			yield_behind_all(from);
 		} else {
 			yield_behind_head(from);

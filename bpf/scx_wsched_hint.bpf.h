@@ -297,6 +297,20 @@ static __always_inline bool task_is_idle_thief(struct task_struct *p)
 }
 
 /*
+ * Does a registered thread's sched_yield() without a target go behind
+ * everything waiting on its CPU (ABP's yield-to-all)? Only outside every
+ * critical section and when its slot has not asked for plain yields: a
+ * thread that yields while holding a lock waits for something other than
+ * its peers, and putting it behind all of them would make its lock's
+ * waiters run while it cannot release it. @s is the acting slot.
+ */
+static __always_inline bool hint_yield_to_all(struct ws_hint_slot *s)
+{
+	return !*(volatile u32 *)&s->cs_depth &&
+	       !(*(volatile u32 *)&s->flags & WS_HINT_FLAG_YIELD_PLAIN);
+}
+
+/*
  * ops.yield, when @p gives its CPU up (sched_yield(), or a yield_to() that
  * was carried out; @hc and @s are its task storage and slot as ops.yield
  * looked them up): if @p is registered, its next ops.stopping is that

@@ -180,3 +180,45 @@ ws-bench-coop: $(WSBENCH) $(BUILD)/bin/scx_wsched
 bench-lib: wsbench-all
 wsbench-all: $(WSBENCH) $(WSBENCH_LLVM)
 	$(Q)$(WS_BENCH_DIR)/wsbench-all $(WSBENCH) $(BUILD)/bench/wsbench.jsonl
+
+# ---------------------------------------------------------------- wsched-run
+# libwsched-preload.so (preload/preload.c plus lib/hint.c: registration and
+# critical sections for programs not built against libwsched) and
+# wsched-run, which runs a program with it. WSCHED_PRELOAD_DEFAULT is where
+# wsched-run looks when no ../lib/ beside it holds the library.
+WS_PRELOAD_DIR := $(WS_DIR)/preload
+WS_PRELOAD_SO  := $(BUILD)/lib/libwsched-preload.so
+WSCHED_RUN     := $(BUILD)/bin/wsched-run
+WSCHED_PRELOAD_DEFAULT ?= /usr/local/lib/libwsched-preload.so
+
+$(WS_PRELOAD_SO): $(WS_PRELOAD_DIR)/preload.c $(WS_DIR)/lib/hint.c $(WS_HDRS)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(WS_CFLAGS) $(WS_LIB_CFLAGS) -fPIC -shared -Wl,-z,defs -o $@ \
+	  $(WS_PRELOAD_DIR)/preload.c $(WS_DIR)/lib/hint.c -ldl $(LDFLAGS)
+
+$(WSCHED_RUN): $(WS_PRELOAD_DIR)/wsched-run.c $(WS_DIR)/userspace.mk
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -DWSCHED_PRELOAD_DEFAULT='"$(WSCHED_PRELOAD_DEFAULT)"' \
+	  -o $@ $< $(LDFLAGS)
+
+ALL += $(WS_PRELOAD_SO) $(WSCHED_RUN)
+
+# preload_test: libwsched-preload.so and wsched-run against a fake loader.
+# Built without libwsched (like the programs wsched-run is for), with
+# OpenMP; preload_static is the statically linked program it runs.
+WS_PRELOAD_TEST   := $(BUILD)/tests/native/preload_test
+WS_PRELOAD_STATIC := $(BUILD)/tests/native/preload_static
+$(WS_PRELOAD_TEST): $(WS_DIR)/tests/preload_test.c $(WS_DIR)/include/wsched/hint.h \
+		    $(WS_PRELOAD_SO) $(WSCHED_RUN) $(WS_PRELOAD_STATIC) | ksft-check
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -I$(KSFT_INC) -I$(WS_DIR)/include -Wno-sign-compare -fopenmp \
+	  -pthread -o $@ $< -ldl $(LDFLAGS)
+$(WS_PRELOAD_STATIC): $(WS_DIR)/tests/preload_static.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -static -o $@ $<
+ALL += $(WS_PRELOAD_TEST) $(WS_PRELOAD_STATIC)
+NATIVE_TESTS += $(WS_PRELOAD_TEST)

@@ -211,6 +211,7 @@ int ws_thread_register(void)
 	__atomic_store_n(&s->cs_depth, local->cs_depth, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->cs_count, local->cs_count, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->nr_stealable, local->nr_stealable, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->flags, local->flags, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->yield_to_tid, 0, __ATOMIC_RELAXED);
 	/* A grace of the previous owner is not ours to end. */
 	__atomic_store_n(&s->grace_pending, 0, __ATOMIC_RELAXED);
@@ -236,10 +237,12 @@ void ws_thread_unregister(void)
 	local->cs_depth = __atomic_load_n(&s->cs_depth, __ATOMIC_RELAXED);
 	local->cs_count = __atomic_load_n(&s->cs_count, __ATOMIC_RELAXED);
 	local->nr_stealable = __atomic_load_n(&s->nr_stealable, __ATOMIC_RELAXED);
+	local->flags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
 	_ws_hint_self = NULL;
 	__atomic_store_n(&s->abi_version, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->cs_depth, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->state, WS_HINT_OTHER, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->flags, 0, __ATOMIC_RELAXED);
 	/* release: our writes to the slot happen before the next claimer's
 	 * (pairs with the acquire of its CAS). */
 	__atomic_store_n(&s->owner_tid, 0, __ATOMIC_RELEASE);

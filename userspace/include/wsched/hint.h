@@ -55,8 +55,17 @@ struct ws_hint_slot {
 	 * when the task stops, and by the library when it leaves its
 	 * outermost section, which then calls sched_yield(). */
 	__u32 grace_pending;
-	__u32 reserved[7];	/* 0; future versions */
+	__u32 flags;		/* WS_HINT_FLAG_*, set by the owner */
+	__u32 reserved[6];	/* 0; future versions */
 };
+
+/*
+ * ws_hint_slot.flags. 0 is what a slot meant before flags existed.
+ * YIELD_PLAIN: the owner's sched_yield() always has its plain meaning (the
+ * head of its CPU's deque runs next), never the yield-to-all a registered
+ * thread's yield outside every critical section otherwise gets.
+ */
+#define WS_HINT_FLAG_YIELD_PLAIN	(1u << 0)
 
 /*
  * Sent by the loader with the map fd (SCM_RIGHTS) in one message, right

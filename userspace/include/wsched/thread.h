@@ -141,6 +141,16 @@ static inline void ws_hint_set_state(uint32_t state)
 		__atomic_store_n(&s->state, state, __ATOMIC_RELAXED);
 }
 
+/* Publish the calling thread's WS_HINT_FLAG_* bits (wsched/hint.h); they
+ * follow the thread from its private slot to a shared one and back. */
+static inline void ws_thread_set_flags(uint32_t flags)
+{
+	struct ws_hint_slot *s = _ws_hint_slot();
+
+	if (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) != flags)
+		__atomic_store_n(&s->flags, flags, __ATOMIC_RELAXED);
+}
+
 static inline void ws_hint_set_stealable(uint32_t n)
 {
 	struct ws_hint_slot *s = _ws_hint_slot();

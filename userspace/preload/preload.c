@@ -1,0 +1,680 @@
+// SPDX-License-Identifier: LGPL-2.1-only OR BSD-2-Clause
+/*
+ * libwsched-preload.so: scx_wsched's cooperation for a program that was not
+ * written against libwsched, by interposition (LD_PRELOAD; wsched-run sets
+ * it up). Documentation/wsched-run.md is the user's guide.
+ *
+ * What it does
+ * - Registers every thread of the process (lib/hint.c): the main thread
+ *   from this library's constructor, every thread created with
+ *   pthread_create from a start routine that wraps the program's (also the
+ *   threads other libraries' constructors start before ours ran), and, in
+ *   a fork child, the forking thread at its first interposed call (a child
+ *   that only execs costs nothing).
+ * - Marks as a critical section (ws_critical_enter/exit) the time a thread
+ *   holds a pthread mutex (any kind; a lock call that returns 0 or
+ *   EOWNERDEAD acquired it, a trylock only when it succeeds), a pthread
+ *   spin lock or a pthread rwlock (reader or writer), minus the time it
+ *   waits in pthread_cond_*wait (which releases the mutex inside libc), and
+ *   the time between libgomp's critical/atomic/lock entry points and their
+ *   matching ends.
+ * - A sched_yield() outside every section is then an ABP yield (scx_wsched
+ *   puts a registered thread that yields at depth 0 behind every task
+ *   waiting on its CPU); inside a section it keeps its plain meaning. With
+ *   the yield family off, the thread's slot asks for plain yields always
+ *   (WS_HINT_FLAG_YIELD_PLAIN).
+ *
+ * What it must not change: every interposed call returns what the real one
+ * returns and leaves errno as the real one left it; cancellation points stay
+ * the real ones (the wrapper adds no blocking call); nothing here allocates
+ * on a lock path. The real functions are found with dlsym(RTLD_NEXT) on
+ * first use: interposed calls may arrive before our constructor ran.
+ *
+ * Families (WSCHED_PRELOAD_OFF, a comma-separated list, read once):
+ * "locks" (pthread mutex, spin, rwlock), "omp" (libgomp), "yield" (ABP
+ * yields), "inherit" (remove this library from LD_PRELOAD for the programs
+ * this one execs).
+ *
+ * Concurrency: the resolved function pointers are written at most once per
+ * value (every thread resolves the same address: relaxed atomics suffice);
+ * the families mask likewise. Per-thread state is thread-local.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wsched/thread.h"
+#include "hint_internal.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+enum {
+	FAM_LOCKS	= 1u << 0,
+	FAM_OMP		= 1u << 1,
+	FAM_YIELD	= 1u << 2,
+	FAM_INHERIT	= 1u << 3,
+	FAM_ALL		= FAM_LOCKS | FAM_OMP | FAM_YIELD | FAM_INHERIT,
+	FAM_PARSED	= 1u << 31,
+};
+
+static unsigned families_mask;
+
+static unsigned families_parse(void)
+{
+	const char *off = getenv("WSCHED_PRELOAD_OFF");
+	static const struct { const char *name; unsigned bit; } names[] = {
+		{ "locks", FAM_LOCKS }, { "omp", FAM_OMP },
+		{ "yield", FAM_YIELD }, { "inherit", FAM_INHERIT },
+	};
+	unsigned m = FAM_ALL;
+
+	while (off && *off) {
+		size_t n = strcspn(off, ",");
+		unsigned i;
+
+		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			if (strlen(names[i].name) == n && !strncmp(off, names[i].name, n))
+				m &= ~names[i].bit;
+		off += n + (off[n] == ',');
+	}
+	return m | FAM_PARSED;
+}
+
+static inline unsigned families(void)
+{
+	unsigned m = __atomic_load_n(&families_mask, __ATOMIC_RELAXED);
+
+	if (__builtin_expect(!m, 0)) {
+		m = families_parse();
+		__atomic_store_n(&families_mask, m, __ATOMIC_RELAXED);
+	}
+	return m;
+}
+
+/* --------------------------------------------------------------- registration */
+
+/*
+ * Process state. OFF once a registration failed for a reason that will not
+ * change while the process lives (no loader, no access, another ABI): no
+ * thread tries again. PENDING in a fork child until its thread registers.
+ */
+enum { PROC_TRY = 0, PROC_OFF = 1, PROC_PENDING = 2 };
+static int proc_state;
+static __thread int in_register __attribute__((tls_model("initial-exec")));
+
+static void report(int err)
+{
+	const char *path = getenv("WSCHED_HINT_SOCKET");
+	const char *why;
+
+	/* wsched-run asks for one line about the process it started, not about
+	 * every program that process runs later. */
+	if (!getenv("WSCHED_RUN_REPORT"))
+		return;
+	unsetenv("WSCHED_RUN_REPORT");
+	if (!path || !*path)
+		path = WS_HINT_SOCK_PATH;
+	switch (err) {
+	case -ENOENT:
+	case -ECONNREFUSED:
+		why = "no scx_wsched loader serves hints at";
+		break;
+	case -EACCES:
+	case -EPERM:
+		why = "this user may not use the hint socket (not in its group?)";
+		break;
+	case -ETIMEDOUT:
+		why = "the scx_wsched loader did not answer at";
+		break;
+	case -EPROTO:
+		why = "the scx_wsched loader speaks another hint ABI at";
+		break;
+	default:
+		why = "registration failed with the loader at";
+		break;
+	}
+	fprintf(stderr, "wsched-run: %s %s (%s); running without cooperation\n",
+		why, path, strerror(-err));
+}
+
+static void register_self(void)
+{
+	int err;
+
+	if (__atomic_load_n(&proc_state, __ATOMIC_RELAXED) == PROC_OFF || in_register)
+		return;
+	in_register = 1;
+	err = ws_thread_register();
+	in_register = 0;
+	if (!err) {
+		if (!(families() & FAM_YIELD))
+			ws_thread_set_flags(WS_HINT_FLAG_YIELD_PLAIN);
+		return;
+	}
+	/* -ENOSPC (this thread's window is full) is the thread's alone; any
+	 * other failure is the process's, reported by the thread that finds
+	 * it first. */
+	if (err != -ENOSPC &&
+	    __atomic_exchange_n(&proc_state, PROC_OFF, __ATOMIC_RELAXED) != PROC_OFF)
+		report(err);
+}
+
+/* A fork child's thread registers at its first interposed call. */
+static inline void register_pending(void)
+{
+	if (__builtin_expect(__atomic_load_n(&proc_state, __ATOMIC_RELAXED) == PROC_PENDING, 0) &&
+	    !ws_thread_registered() && !in_register) {
+		__atomic_store_n(&proc_state, PROC_TRY, __ATOMIC_RELAXED);
+		register_self();
+	}
+}
+
+static void atfork_child(void)
+{
+	/* lib/hint.c's own fork handler dropped the parent's mapping and
+	 * connection; this thread is unregistered now. */
+	if (__atomic_load_n(&proc_state, __ATOMIC_RELAXED) != PROC_OFF)
+		__atomic_store_n(&proc_state, PROC_PENDING, __ATOMIC_RELAXED);
+}
+
+/* Remove every LD_PRELOAD entry that names this library. */
+static void drop_from_ld_preload(void)
+{
+	const char *cur = getenv("LD_PRELOAD");
+	Dl_info info;
+	char *out, *p;
+	size_t n;
+
+	if (!cur || !dladdr((void *)drop_from_ld_preload, &info) || !info.dli_fname)
+		return;
+	out = malloc(strlen(cur) + 1);
+	if (!out)
+		return;
+	*out = 0;
+	for (p = (char *)cur; *p; p += n + (p[n] != 0)) {
+		const char *base;
+
+		n = strcspn(p, ": ");
+		if (!n)
+			continue;
+		base = memrchr(p, '/', n);
+		base = base ? base + 1 : p;
+		if ((size_t)(p + n - base) == strlen("libwsched-preload.so") &&
+		    !strncmp(base, "libwsched-preload.so", n - (size_t)(base - p)))
+			continue;
+		if (*out)
+			strcat(out, ":");
+		strncat(out, p, n);
+	}
+	if (*out)
+		setenv("LD_PRELOAD", out, 1);
+	else
+		unsetenv("LD_PRELOAD");
+	free(out);
+}
+
+__attribute__((constructor)) static void preload_init(void)
+{
+	unsigned m = families();
+
+	if (!(m & FAM_INHERIT))
+		drop_from_ld_preload();
+	pthread_atfork(NULL, NULL, atfork_child);
+	register_self();
+}
+
+/* ---------------------------------------------------------- the real calls */
+
+static void *resolve(const char *name)
+{
+	void *f = dlsym(RTLD_NEXT, name);
+
+	if (!f) {
+		fprintf(stderr, "libwsched-preload: %s not found in the libraries loaded after it\n",
+			name);
+		abort();
+	}
+	return f;
+}
+
+#define REAL(ret, name, ...)							\
+	static ret (*real_##name)(__VA_ARGS__);					\
+	static inline ret (*get_##name(void))(__VA_ARGS__)			\
+	{									\
+		ret (*f)(__VA_ARGS__) = __atomic_load_n(&real_##name, __ATOMIC_RELAXED); \
+		if (__builtin_expect(!f, 0)) {					\
+			f = (ret (*)(__VA_ARGS__))resolve(#name);		\
+			__atomic_store_n(&real_##name, f, __ATOMIC_RELAXED);	\
+		}								\
+		return f;							\
+	}
+
+/* Marks when the family is on; the section's mark follows the acquisition
+ * and its unmark follows the release, so it covers the whole hold. */
+static inline void enter_if(unsigned fam)
+{
+	register_pending();
+	if (families() & fam)
+		ws_critical_enter();
+}
+
+static inline void exit_if(unsigned fam)
+{
+	if (families() & fam) {
+		int e = errno;		/* a grace hand-back is a syscall */
+
+		ws_critical_exit();
+		errno = e;
+	}
+}
+
+/* ------------------------------------------------------------- pthread_create */
+
+struct start {
+	void *(*fn)(void *);
+	void *arg;
+};
+
+static void *start_thread(void *p)
+{
+	struct start st = *(struct start *)p;
+
+	free(p);
+	if (__atomic_load_n(&proc_state, __ATOMIC_RELAXED) != PROC_OFF)
+		register_self();
+	return st.fn(st.arg);
+}
+
+REAL(int, pthread_create, pthread_t *, const pthread_attr_t *, void *(*)(void *), void *)
+EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	struct start *st = NULL;
+	int e = errno, rc;
+
+	if (__atomic_load_n(&proc_state, __ATOMIC_RELAXED) != PROC_OFF)
+		st = malloc(sizeof(*st));
+	errno = e;
+	if (!st)
+		return get_pthread_create()(t, attr, fn, arg);
+	st->fn = fn;
+	st->arg = arg;
+	rc = get_pthread_create()(t, attr, start_thread, st);
+	if (rc)
+		free(st);
+	errno = e;
+	return rc;
+}
+
+/* ------------------------------------------------------------------ mutexes */
+
+static inline bool acquired(int rc)
+{
+	return rc == 0 || rc == EOWNERDEAD;
+}
+
+REAL(int, pthread_mutex_lock, pthread_mutex_t *)
+EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+{
+	int rc = get_pthread_mutex_lock()(m);
+
+	if (acquired(rc))
+		enter_if(FAM_LOCKS);
+	return rc;
+}
+
+REAL(int, pthread_mutex_trylock, pthread_mutex_t *)
+EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
+{
+	int rc = get_pthread_mutex_trylock()(m);
+
+	if (acquired(rc))
+		enter_if(FAM_LOCKS);
+	return rc;
+}
+
+REAL(int, pthread_mutex_timedlock, pthread_mutex_t *, const struct timespec *)
+EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *ts)
+{
+	int rc = get_pthread_mutex_timedlock()(m, ts);
+
+	if (acquired(rc))
+		enter_if(FAM_LOCKS);
+	return rc;
+}
+
+REAL(int, pthread_mutex_clocklock, pthread_mutex_t *, clockid_t, const struct timespec *)
+EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t c, const struct timespec *ts)
+{
+	int rc = get_pthread_mutex_clocklock()(m, c, ts);
+
+	if (acquired(rc))
+		enter_if(FAM_LOCKS);
+	return rc;
+}
+
+REAL(int, pthread_mutex_unlock, pthread_mutex_t *)
+EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+{
+	int rc = get_pthread_mutex_unlock()(m);
+
+	if (!rc)
+		exit_if(FAM_LOCKS);
+	return rc;
+}
+
+/*
+ * A condition wait releases the mutex and takes it again inside libc, so
+ * the thread leaves the section for the wait and enters it again after,
+ * whatever the wait returns: it returns with the mutex held (ETIMEDOUT and a
+ * robust mutex's EOWNERDEAD included), and an error found before it released
+ * anything leaves the depth as it was.
+ */
+static inline void cond_leave(void)
+{
+	if (families() & FAM_LOCKS) {
+		int e = errno;
+
+		ws_critical_exit();
+		errno = e;
+	}
+}
+
+REAL(int, pthread_cond_wait, pthread_cond_t *, pthread_mutex_t *)
+EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+{
+	int rc;
+
+	cond_leave();
+	rc = get_pthread_cond_wait()(c, m);
+	enter_if(FAM_LOCKS);
+	return rc;
+}
+
+REAL(int, pthread_cond_timedwait, pthread_cond_t *, pthread_mutex_t *, const struct timespec *)
+EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *ts)
+{
+	int rc;
+
+	cond_leave();
+	rc = get_pthread_cond_timedwait()(c, m, ts);
+	enter_if(FAM_LOCKS);
+	return rc;
+}
+
+REAL(int, pthread_cond_clockwait, pthread_cond_t *, pthread_mutex_t *, clockid_t,
+     const struct timespec *)
+EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk,
+				  const struct timespec *ts)
+{
+	int rc;
+
+	cond_leave();
+	rc = get_pthread_cond_clockwait()(c, m, clk, ts);
+	enter_if(FAM_LOCKS);
+	return rc;
+}
+
+/* --------------------------------------------------------------- spin locks */
+
+REAL(int, pthread_spin_lock, pthread_spinlock_t *)
+EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
+{
+	int rc = get_pthread_spin_lock()(l);
+
+	if (!rc)
+		enter_if(FAM_LOCKS);
+	return rc;
+}
+
+REAL(int, pthread_spin_trylock, pthread_spinlock_t *)
+EXPORT int pthread_spin_trylock(pthread_spinlock_t *l)
+{
+	int rc = get_pthread_spin_trylock()(l);
+
+	if (!rc)
+		enter_if(FAM_LOCKS);
+	return rc;
+}
+
+REAL(int, pthread_spin_unlock, pthread_spinlock_t *)
+EXPORT int pthread_spin_unlock(pthread_spinlock_t *l)
+{
+	int rc = get_pthread_spin_unlock()(l);
+
+	if (!rc)
+		exit_if(FAM_LOCKS);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ rwlocks */
+
+REAL(int, pthread_rwlock_rdlock, pthread_rwlock_t *)
+EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
+{
+	int rc = get_pthread_rwlock_rdlock()(l);
+
+	if (!rc)
+		enter_if(FAM_LOCKS);
+	return rc;
+}
+
+REAL(int, pthread_rwlock_wrlock, pthread_rwlock_t *)
+EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
+{
+	int rc = get_pthread_rwlock_wrlock()(l);
+
+	if (!rc)
+		enter_if(FAM_LOCKS);
+	return rc;
+}
+
+REAL(int, pthread_rwlock_tryrdlock, pthread_rwlock_t *)
+EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
+{
+	int rc = get_pthread_rwlock_tryrdlock()(l);
+
+	if (!rc)
+		enter_if(FAM_LOCKS);
+	return rc;
+}
+
+REAL(int, pthread_rwlock_trywrlock, pthread_rwlock_t *)
+EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
+{
+	int rc = get_pthread_rwlock_trywrlock()(l);
+
+	if (!rc)
+		enter_if(FAM_LOCKS);
+	return rc;
+}
+
+REAL(int, pthread_rwlock_timedrdlock, pthread_rwlock_t *, const struct timespec *)
+EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *ts)
+{
+	int rc = get_pthread_rwlock_timedrdlock()(l, ts);
+
+	if (!rc)
+		enter_if(FAM_LOCKS);
+	return rc;
+}
+
+REAL(int, pthread_rwlock_timedwrlock, pthread_rwlock_t *, const struct timespec *)
+EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *ts)
+{
+	int rc = get_pthread_rwlock_timedwrlock()(l, ts);
+
+	if (!rc)
+		enter_if(FAM_LOCKS);
+	return rc;
+}
+
+REAL(int, pthread_rwlock_clockrdlock, pthread_rwlock_t *, clockid_t, const struct timespec *)
+EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t c, const struct timespec *ts)
+{
+	int rc = get_pthread_rwlock_clockrdlock()(l, c, ts);
+
+	if (!rc)
+		enter_if(FAM_LOCKS);
+	return rc;
+}
+
+REAL(int, pthread_rwlock_clockwrlock, pthread_rwlock_t *, clockid_t, const struct timespec *)
+EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t c, const struct timespec *ts)
+{
+	int rc = get_pthread_rwlock_clockwrlock()(l, c, ts);
+
+	if (!rc)
+		enter_if(FAM_LOCKS);
+	return rc;
+}
+
+REAL(int, pthread_rwlock_unlock, pthread_rwlock_t *)
+EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
+{
+	int rc = get_pthread_rwlock_unlock()(l);
+
+	if (!rc)
+		exit_if(FAM_LOCKS);
+	return rc;
+}
+
+/* ------------------------------------------------------------------- yields */
+
+REAL(int, sched_yield, void)
+EXPORT int sched_yield(void)
+{
+	/* Only a registered thread's yield can be an ABP yield; what kind it
+	 * is the scheduler decides from the slot (depth, flags). */
+	register_pending();
+	return get_sched_yield()();
+}
+
+/* ------------------------------------------------------------------ libgomp */
+
+/*
+ * libgomp's entry points behind #pragma omp critical / atomic (when not
+ * lowered to an atomic instruction) and the omp_*_lock API. The lock types
+ * are opaque here; omp.h is not needed to forward them.
+ */
+void GOMP_critical_start(void);
+void GOMP_critical_end(void);
+void GOMP_critical_name_start(void **pptr);
+void GOMP_critical_name_end(void **pptr);
+void GOMP_atomic_start(void);
+void GOMP_atomic_end(void);
+void omp_set_lock(void *l);
+int omp_test_lock(void *l);
+void omp_unset_lock(void *l);
+void omp_set_nest_lock(void *l);
+int omp_test_nest_lock(void *l);
+void omp_unset_nest_lock(void *l);
+
+REAL(void, GOMP_critical_start, void)
+EXPORT void GOMP_critical_start(void)
+{
+	get_GOMP_critical_start()();
+	enter_if(FAM_OMP);
+}
+
+REAL(void, GOMP_critical_end, void)
+EXPORT void GOMP_critical_end(void)
+{
+	get_GOMP_critical_end()();
+	exit_if(FAM_OMP);
+}
+
+REAL(void, GOMP_critical_name_start, void **)
+EXPORT void GOMP_critical_name_start(void **pptr)
+{
+	get_GOMP_critical_name_start()(pptr);
+	enter_if(FAM_OMP);
+}
+
+REAL(void, GOMP_critical_name_end, void **)
+EXPORT void GOMP_critical_name_end(void **pptr)
+{
+	get_GOMP_critical_name_end()(pptr);
+	exit_if(FAM_OMP);
+}
+
+REAL(void, GOMP_atomic_start, void)
+EXPORT void GOMP_atomic_start(void)
+{
+	get_GOMP_atomic_start()();
+	enter_if(FAM_OMP);
+}
+
+REAL(void, GOMP_atomic_end, void)
+EXPORT void GOMP_atomic_end(void)
+{
+	get_GOMP_atomic_end()();
+	exit_if(FAM_OMP);
+}
+
+REAL(void, omp_set_lock, void *)
+EXPORT void omp_set_lock(void *l)
+{
+	get_omp_set_lock()(l);
+	enter_if(FAM_OMP);
+}
+
+REAL(int, omp_test_lock, void *)
+EXPORT int omp_test_lock(void *l)
+{
+	int rc = get_omp_test_lock()(l);
+
+	if (rc)
+		enter_if(FAM_OMP);
+	return rc;
+}
+
+REAL(void, omp_unset_lock, void *)
+EXPORT void omp_unset_lock(void *l)
+{
+	get_omp_unset_lock()(l);
+	exit_if(FAM_OMP);
+}
+
+REAL(void, omp_set_nest_lock, void *)
+EXPORT void omp_set_nest_lock(void *l)
+{
+	get_omp_set_nest_lock()(l);
+	enter_if(FAM_OMP);
+}
+
+REAL(int, omp_test_nest_lock, void *)
+EXPORT int omp_test_nest_lock(void *l)
+{
+	int rc = get_omp_test_nest_lock()(l);
+
+	if (rc)
+		enter_if(FAM_OMP);
+	return rc;
+}
+
+REAL(void, omp_unset_nest_lock, void *)
+EXPORT void omp_unset_nest_lock(void *l)
+{
+	get_omp_unset_nest_lock()(l);
+	exit_if(FAM_OMP);
+}
+
+/* ------------------------------------------------------------ introspection */
+
+/*
+ * The calling thread's slot as this library sees it (shared when
+ * registered, else private), for tests and diagnostics: programs that were
+ * not built against libwsched cannot reach the copy of lib/hint.c inside
+ * this library otherwise.
+ */
+EXPORT const struct ws_hint_slot *wsched_preload_slot(void);
+EXPORT const struct ws_hint_slot *wsched_preload_slot(void)
+{
+	return ws_thread_slot();
+}
