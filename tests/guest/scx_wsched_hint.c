@@ -1170,6 +1170,76 @@ TEST_F_TIMEOUT(hint, registered_sched_yield_goes_behind_everyone, 60)
 	EXPECT_GE(s1.nr_yield_all - s0.nr_yield_all, 200);
 }
 
+/*
+ * The same thread's sched_yield() inside a critical section (a holder that
+ * yields waits for something other than its peers), or with
+ * WS_HINT_FLAG_YIELD_PLAIN in its slot (wsched-run --no-yield), keeps its
+ * plain meaning: the head of its CPU's deque runs next (nr_yield_head),
+ * not yield-to-all. A grace handed back when the section ends is one
+ * yield-to-all at most.
+ */
+TEST_F_TIMEOUT(hint, registered_yield_in_section_or_flagged_is_plain, 60)
+{
+	struct yall y = { 0, 0, 0 };
+	struct wsched_stats s0, s1;
+	unsigned long long all, head;
+	pthread_t sp;
+	int ran_cs, ran_flag;
+
+	ASSERT_EQ(0, yall_start(&y, &sp));
+	ASSERT_EQ(0, ws_thread_register());
+	ASSERT_EQ(0, read_stats(&s0));
+	ws_critical_enter();
+	ran_cs = yields_that_let_it_run(&y, 100);
+	ws_critical_exit();
+	ws_thread_set_flags(WS_HINT_FLAG_YIELD_PLAIN);
+	ran_flag = yields_that_let_it_run(&y, 100);
+	ws_thread_set_flags(0);
+	ASSERT_EQ(0, read_stats(&s1));
+	ws_thread_unregister();
+	yall_stop(&y, sp);
+	all = s1.nr_yield_all - s0.nr_yield_all;
+	head = s1.nr_yield_head - s0.nr_yield_head;
+	TH_LOG("spinner ran during %d of 100 yields in a section, %d of 100 flagged; "
+	       "nr_yield_all +%llu, nr_yield_head +%llu", ran_cs, ran_flag, all, head);
+	EXPECT_LE(all, 1);
+	EXPECT_GE(head, 150);
+}
+
+/*
+ * An unmodified program run by wsched-run registers with this loader: the
+ * preload_test scenarios, which check from inside the program that each
+ * thread's slot is the loader's (registered) and that pthread and OpenMP
+ * locks mark their holders in it.
+ */
+TEST_F_TIMEOUT(hint, wsched_run_registers_an_unmodified_program, 120)
+{
+	static const char *const scenarios[] = { "mutex", "spin_rwlock", "omp", "threads", "fork" };
+	char exe[PATH_MAX], run[PATH_MAX + 32], prog[PATH_MAX + 32], cmd[3 * PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	unsigned i;
+
+	ASSERT_LT(0, n);
+	exe[n] = 0;
+	snprintf(run, sizeof(run), "%s/../../bin/wsched-run", dirname(exe));	/* exe: its dir */
+	snprintf(prog, sizeof(prog), "%s/../native/preload_test", exe);
+	for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
+		FILE *f;
+		char out[512] = "";
+		int st;
+
+		snprintf(cmd, sizeof(cmd), "PRELOAD_TEST_SCENARIO=1 %s -- %s --scenario %s 2>&1",
+			 run, prog, scenarios[i]);
+		f = popen(cmd, "r");
+		ASSERT_NE(NULL, f);
+		n = (ssize_t)fread(out, 1, sizeof(out) - 1, f);
+		out[n > 0 ? n : 0] = 0;
+		st = pclose(f);
+		EXPECT_EQ(0, st) TH_LOG("%s: %s", scenarios[i], out);
+		EXPECT_EQ(0, strcmp(out, "ok\n")) TH_LOG("%s: %s", scenarios[i], out);
+	}
+}
+
 /* ------------------------------------------------ thief demotion */
 
 /* Two CPU-bound contenders: their CPU times, a start and a stop flag. */
