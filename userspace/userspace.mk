@@ -13,6 +13,9 @@
 #   build/tests/native/ws_relacy_deque               Relacy model test
 #   build/bin/wsbench-llvm                           wsbench built with clang
 #                                                    (OpenMP = LLVM libomp)
+#   build/lib/libwsched-preload.so, build/bin/wsched-run  cooperation for
+#                                                    unmodified programs
+#   build/tests/native/preload_test                  their test
 # All tests go into NATIVE_TESTS; `make stress-native` adds the long stress
 # runs (ws-stress), `make bench-lib` runs every wsbench benchmark
 # (wsbench-all). See userspace/README.md.
