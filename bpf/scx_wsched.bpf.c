@@ -672,7 +672,8 @@ static __always_inline void prefer_worker(struct task_struct *p, s32 cpu)
 		    time_before(now, cur_start[c & CPU_MASK] + thief_slice()))
 			continue;
 		if (!bpf_cpumask_test_cpu(c, p->cpus_ptr) ||
-		    !tid_is_idle_thief(slots, cur_pid[c & CPU_MASK]) || !yield_fair(p, c))
+		    !tid_is_idle_thief(slots, ns_tid_of_pid(p, cur_pid[c & CPU_MASK])) ||
+		    !yield_fair(p, c))
 			continue;
 		yt = &yield_target[c & CPU_MASK];
 		yt->boost = 0;
@@ -763,7 +764,7 @@ static __always_inline bool dispatch_queued_worker(s32 cpu, struct task_struct *
 	if (!hints_live() || !nr_cpus)
 		return false;
 	slots = bpf_map_lookup_elem(&hint_procs, &tgid);
-	if (!slots || !tid_is_idle_thief(slots, prev->pid))
+	if (!slots || !tid_is_idle_thief(slots, task_ns_tid(prev)))
 		return false;
 	/* This CPU's own deque first (no migration), then from a random start. */
 	start = bpf_get_prandom_u32() % nr_cpus;
@@ -786,7 +787,7 @@ static __always_inline bool dispatch_queued_worker(s32 cpu, struct task_struct *
 			continue;
 		if (p->tgid != tgid)
 			break;
-		s = slot_of_tid(slots, pid, NULL);
+		s = slot_of_tid(slots, task_ns_tid(p), NULL);
 		if (!s || *(volatile u32 *)&s->state != WS_HINT_WORKER)
 			break;
 		if (!may_run_on(p, cpu) || !yield_fair(p, cpu))
@@ -1221,6 +1222,10 @@ static __always_inline struct task_struct *hint_yield_target(struct task_struct 
 		return NULL;
 	tid = *(volatile u32 *)&s->yield_to_tid;	/* one read of untrusted memory */
 	if (!tid || tid == (u32)from->pid || tid > 0x7fffffff)
+		return NULL;
+	/* The tid is in the yielder's namespace; only the initial one's are
+	 * kernel pids that bpf_task_from_pid() can look up. */
+	if (BPF_CORE_READ(from, thread_pid, level))
 		return NULL;
 	t = bpf_task_from_pid((s32)tid);
 	if (!t)

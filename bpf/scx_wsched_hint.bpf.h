@@ -8,8 +8,10 @@
  * struct ws_hint_slot; the loader puts it into hint_procs at key = the
  * process's tgid, which it took from SO_PEERCRED. Here a task's slots are
  * found only through hint_procs[p->tgid] (the kernel's tgid), and a slot
- * counts only if its owner_tid is p->pid: whatever a process writes, it can
- * describe only its own threads. Every field is untrusted: a value out of
+ * counts only if its owner_tid is the task's id in its own PID namespace
+ * (task_ns_tid(): what gettid() returned to the thread that claimed it,
+ * p->pid outside containers): whatever a process writes, it can describe
+ * only its own threads. Every field is untrusted: a value out of
  * range is counted in nr_hint_malformed and ignored.
  *
  * Grace (wsched_hint_tick, called first in ops.tick): the kernel's tick
@@ -127,6 +129,54 @@ struct {
 	__type(value, struct hint_ctx);
 } hint_ctxs SEC(".maps");
 
+#define WS_PID_NS_LEVEL_MAX	32	/* the kernel's MAX_PID_NS_LEVEL */
+
+/*
+ * @p's thread id in its own PID namespace, the one gettid() returns to it
+ * and its library writes into owner_tid (p->pid is the id in the initial
+ * namespace; inside a container they differ). All threads of a process
+ * share one namespace, and a thread's never changes. 0 if unreadable.
+ * Read with probe reads only: struct pid's numbers[] is indexed by its
+ * level, and the verifier refuses one load instruction shared by the
+ * different task pointers this is inlined for.
+ */
+static __always_inline u32 task_ns_tid(struct task_struct *p)
+{
+	struct pid *pid = BPF_CORE_READ(p, thread_pid);
+	unsigned int level;
+	struct upid up;
+
+	if (!pid)
+		return 0;
+	level = BPF_CORE_READ(pid, level);
+	if (!level)
+		return (u32)BPF_CORE_READ(p, pid);
+	if (level > WS_PID_NS_LEVEL_MAX ||
+	    bpf_core_read(&up, sizeof(up), &pid->numbers[level]))
+		return 0;
+	return (u32)up.nr;
+}
+
+/*
+ * The id in its own namespace of the thread whose kernel pid is @pid, a
+ * thread of the same process as @p (so in @p's namespace). Costs a task
+ * lookup only inside a non-initial namespace.
+ */
+static __always_inline u32 ns_tid_of_pid(struct task_struct *p, u32 pid)
+{
+	struct task_struct *t;
+	u32 nr;
+
+	if (!BPF_CORE_READ(p, thread_pid, level))
+		return pid;
+	t = bpf_task_from_pid((s32)pid);
+	if (!t)
+		return 0;
+	nr = BPF_CORE_READ(t, tgid) == p->tgid ? task_ns_tid(t) : 0;
+	bpf_task_release(t);
+	return nr;
+}
+
 /*
  * The slot owned by @tid in the slot array @slots, or NULL. Probes the
  * cached index, then WS_HINT_PROBE slots from tid % WS_HINT_NR_SLOTS; the
@@ -172,7 +222,7 @@ static __always_inline struct ws_hint_slot *hint_slot(struct task_struct *p, str
 	slots = bpf_map_lookup_elem(&hint_procs, &tgid);
 	if (!slots)
 		return NULL;
-	return slot_of_tid(slots, p->pid, hc);
+	return slot_of_tid(slots, task_ns_tid(p), hc);
 }
 
 /* The slot of @p where a scheduling decision would use it: none when only
@@ -272,7 +322,8 @@ static __always_inline u32 hint_state(struct task_struct *p)
 }
 
 /*
- * Is thread @tid of the process whose slot array is @slots a thief outside
+ * Is thread @tid (its id in its own PID namespace) of the process whose
+ * slot array is @slots a thief outside
  * any critical section right now? (Worker preference: only such a thread
  * may be preempted for a worker of its own process.)
  */
@@ -293,7 +344,7 @@ static __always_inline bool task_is_idle_thief(struct task_struct *p)
 	if (!hints_live())
 		return false;
 	slots = bpf_map_lookup_elem(&hint_procs, &tgid);
-	return slots && tid_is_idle_thief(slots, p->pid);
+	return slots && tid_is_idle_thief(slots, task_ns_tid(p));
 }
 
 /*

@@ -98,6 +98,8 @@ static long hint_parse_group(const char *name)
  * must be a root-owned directory nobody else can write to. Returns 0, or
  * -errno with a one-line reason in @why.
  */
+#define HINT_PID_NS_INIT_INO	0xEFFFFFFCu	/* the kernel's PROC_PID_INIT_INO */
+
 static int hint_server_start(struct hint_server *hs, const char *path, long gid,
 			     char *why, size_t why_len)
 {
@@ -111,6 +113,19 @@ static int hint_server_start(struct hint_server *hs, const char *path, long gid,
 		snprintf(why, why_len, "socket path must be absolute and shorter than %zu bytes",
 			 sizeof(hs->path));
 		return -EINVAL;
+	}
+	/*
+	 * SO_PEERCRED gives a client's pid as seen from this process's PID
+	 * namespace, and hint_procs is keyed by the kernel's (the initial
+	 * namespace's) tgid: elsewhere every entry would name another
+	 * process. The initial namespace's inode number is fixed
+	 * (PROC_PID_INIT_INO); without /proc there is nothing to check.
+	 */
+	if (!stat("/proc/self/ns/pid", &st) && st.st_ino != HINT_PID_NS_INIT_INO) {
+		snprintf(why, why_len,
+			 "the loader runs in a PID namespace other than the initial one, "
+			 "where its clients' process ids are not the kernel's");
+		return -EPERM;
 	}
 	strcpy(dir, path);
 	slash = strrchr(dir, '/');

@@ -12,6 +12,7 @@
  * Needs at least 3 CPUs (the lab guest of `make test-guest` has 4).
  */
 #include <grp.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <pthread.h>
 #include <sys/socket.h>
@@ -538,6 +539,23 @@ TEST(bad_hint_args_fail)
 	}
 }
 
+/*
+ * A loader in a PID namespace other than the initial one would key the
+ * scheduler's table by pids of its own namespace: it refuses to serve
+ * hints (status 1, one line), before loading anything.
+ */
+TEST(loader_in_a_pid_namespace_fails)
+{
+	char cmd[PATH_MAX + 128];
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "unshare --pid --fork %s 2>%s", ws_bin(), ERR_FILE);
+	st = system(cmd);
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1) TH_LOG("status %#x", st);
+	EXPECT_TRUE(ws_file_contains(ERR_FILE, "PID namespace other than the initial one"));
+	EXPECT_TRUE(ws_wait_state(false, 1));
+}
+
 /* A socket directory others can write to is refused (status 1). */
 TEST(unsafe_socket_directory_fails)
 {
@@ -650,12 +668,64 @@ static void spinner(struct spin_shared *sh, enum spin_mode mode)
 	}
 }
 
+/*
+ * Where start_spinner() runs its spinner: in this PID namespace, in a new
+ * one (libwsched, whose slots then carry namespace-local tids), or in a new
+ * one as an unmodified program under wsched-run (preload_test's spin_cs
+ * scenario: pthread spin lock sections of 200 us, 100 us apart).
+ */
+enum spin_where { SPIN_HERE, SPIN_PID_NS, SPIN_PRELOAD_PID_NS };
+static enum spin_where spin_where;
+
+/* In a forked child: continue as the first process of a new PID namespace,
+ * which dies with the child. */
+static void enter_new_pid_ns(void)
+{
+	pid_t kid;
+	int st;
+
+	if (unshare(CLONE_NEWPID))
+		_exit(3);
+	kid = fork();
+	if (kid < 0)
+		_exit(3);
+	if (kid) {
+		waitpid(kid, &st, 0);
+		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 3);
+	}
+	/* The parent waits for us, so it cannot have died before this. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || gettid_() != 1)
+		_exit(3);
+}
+
+static void exec_preload_spinner(struct spin_shared *sh)
+{
+	char exe[PATH_MAX], run[PATH_MAX + 32], prog[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		_exit(3);
+	exe[n] = 0;
+	snprintf(run, sizeof(run), "%s/../../bin/wsched-run", dirname(exe));	/* exe: its dir */
+	snprintf(prog, sizeof(prog), "%s/../native/preload_test", exe);
+	pin(HOG_CPU);
+	sh->tid = gettid_();
+	sh->ready = 1;
+	execl(run, run, "--", prog, "--scenario", "spin_cs", (char *)NULL);
+	_exit(127);
+}
+
 static pid_t start_spinner(struct spin_shared *sh, enum spin_mode mode)
 {
 	pid_t kid = fork();
 
-	if (!kid)
+	if (!kid) {
+		if (spin_where != SPIN_HERE)
+			enter_new_pid_ns();
+		if (spin_where == SPIN_PRELOAD_PID_NS)
+			exec_preload_spinner(sh);
 		spinner(sh, mode);
+	}
 	return kid;
 }
 
@@ -999,6 +1069,34 @@ TEST_F_TIMEOUT(hint, grace_granted_to_short_critical_sections, 60)
 	EXPECT_LE(r.granted, r.yielded * 4 / 3)
 		TH_LOG("fewer than 3 in 4 graces ended by the thread's yield");
 	EXPECT_LE(r.yielded, r.granted);
+}
+
+/*
+ * The same in a new PID namespace, where the thread's gettid() (its
+ * owner_tid) is 1, not its kernel pid: its process is found through the
+ * kernel's tgid all the same, and its slot through its namespace's tid.
+ * Then an unmodified program holding pthread spin locks, run by
+ * wsched-run in a new PID namespace.
+ */
+TEST_F_TIMEOUT(hint, grace_granted_in_a_pid_namespace, 60)
+{
+	struct cs_short r;
+	int ret;
+
+	spin_where = SPIN_PID_NS;
+	ret = cs_short_run(&r, SPIN_CS_SHORT);
+	spin_where = SPIN_HERE;
+	ASSERT_EQ(0, ret);
+	CS_SHORT_LOG(r);
+	EXPECT_LT(0, r.granted) TH_LOG("libwsched in a PID namespace got no grace");
+
+	spin_where = SPIN_PRELOAD_PID_NS;
+	ret = cs_short_run(&r, SPIN_CS_SHORT);
+	spin_where = SPIN_HERE;
+	ASSERT_EQ(0, ret);
+	CS_SHORT_LOG(r);
+	EXPECT_LT(0, r.granted) TH_LOG("wsched-run in a PID namespace got no grace");
+	EXPECT_LT(0, r.yielded) TH_LOG("no grace ended by the program's own unlock");
 }
 
 /*

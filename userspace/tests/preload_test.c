@@ -445,6 +445,31 @@ static void scenario_unregistered(void)
 	pthread_mutex_unlock(&m);
 }
 
+/* 200 us holding a pthread spin lock, 100 us outside, forever (the guest's
+ * grace test runs it beside a hog and kills it). */
+static void spin_for_ns(long ns)
+{
+	struct timespec a, b;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ns);
+}
+
+static void scenario_spin_cs(void)
+{
+	pthread_spinlock_t l;
+
+	pthread_spin_init(&l, PTHREAD_PROCESS_PRIVATE);
+	for (;;) {
+		pthread_spin_lock(&l);
+		spin_for_ns(200000);
+		pthread_spin_unlock(&l);
+		spin_for_ns(100000);
+	}
+}
+
 static void scenario_env(void)
 {
 	const char *ld = getenv("LD_PRELOAD");
@@ -460,6 +485,7 @@ static int run_scenario(const char *name)
 		{ "threads", scenario_threads }, { "fork", scenario_fork },
 		{ "exit_holding", scenario_exit_holding }, { "flags", scenario_flags },
 		{ "unregistered", scenario_unregistered }, { "env", scenario_env },
+		{ "spin_cs", scenario_spin_cs },
 	};
 	unsigned i;
 
