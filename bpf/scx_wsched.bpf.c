@@ -1286,8 +1286,14 @@ bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *
 {
 	struct hint_ctx *hc = hints_live() ? bpf_task_storage_get(&hint_ctxs, from, 0, 0) : NULL;
 	struct ws_hint_slot *s = hint_slot(from, hc);	/* one lookup for all below */
-	struct ws_hint_slot *acting = hint_observe ? NULL : s;
+	struct ws_hint_slot *acting;
 	struct task_struct *t;
+
+	/* A thread announcing a slot outside its probe window yields to be
+	 * seen here (wsched/hint.h); even when only observing. */
+	if (!s && hints_live())
+		s = hint_take_announce(from, &hc);
+	acting = hint_observe ? NULL : s;
 
 	if (!to) {
 		t = hint_yield_target(from, acting);

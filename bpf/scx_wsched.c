@@ -54,7 +54,7 @@ static const char *const stat_names[] = {
 	"nr_cs_preempted",
 	"nr_worker_idle_kicks", "nr_thief_preempted", "nr_thief_preempt_stale",
 	"nr_wake_sync_local", "nr_yield_head", "nr_cs_yielded",
-	"nr_grace_yielded", "nr_worker_pulled",
+	"nr_grace_yielded", "nr_worker_pulled", "nr_hint_announced",
 };
 _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == WSCHED_NR_STATS,
 	       "stat_names[] out of sync with struct wsched_stats");
@@ -86,7 +86,8 @@ static const char usage_fmt[] =
 "                     (the hints-off baseline of the same counts)\n"
 "  --stats SECONDS    print the counters every SECONDS (1..3600), and once more\n"
 "                     on exit; totals since load; hint_procs: processes\n"
-"                     registered for hints now\n"
+"                     registered for hints now; hint_threads_refused: their\n"
+"                     threads that found no free slot (as the processes say)\n"
 "  --json             print the counters as one JSON object per line\n"
 "  --verbose          libbpf debug output and load details on stderr\n"
 "  --version          print the version and exit\n"
@@ -249,12 +250,14 @@ static void print_stats(struct scx_wsched *skel, int nr_cpus, bool json, double 
 		printf("{\"time_s\":%.1f", secs);
 		for (i = 0; i < WSCHED_NR_STATS; i++)
 			printf(",\"%s\":%llu", stat_names[i], (unsigned long long)v[i]);
-		printf(",\"hint_procs\":%d}\n", hint_srv.nr);
+		printf(",\"hint_procs\":%d,\"hint_threads_refused\":%lu}\n", hint_srv.nr,
+		       hint_threads_refused(&hint_srv));
 	} else {
 		printf("%7.1fs", secs);
 		for (i = 0; i < WSCHED_NR_STATS; i++)
 			printf(" %s=%llu", stat_names[i] + 3, (unsigned long long)v[i]);
-		printf(" hint_procs=%d\n", hint_srv.nr);
+		printf(" hint_procs=%d hint_threads_refused=%lu\n", hint_srv.nr,
+		       hint_threads_refused(&hint_srv));
 	}
 	fflush(stdout);
 }

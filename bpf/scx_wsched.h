@@ -63,6 +63,7 @@ struct wsched_stats {
 	__u64 nr_cs_yielded;		/* of nr_cs_preempted: it gave the CPU up itself (sched_yield, yield_to) */
 	__u64 nr_grace_yielded;		/* a graced task left its section and yielded (grace_pending) */
 	__u64 nr_worker_pulled;		/* a THIEF's CPU, its slice over, ran a queued WORKER of its process */
+	__u64 nr_hint_announced;	/* a thread's slot outside its probe window, learnt from its header */
 };
 
 #define WSCHED_NR_STATS (sizeof(struct wsched_stats) / sizeof(__u64))

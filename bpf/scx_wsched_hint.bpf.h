@@ -179,8 +179,9 @@ static __always_inline u32 ns_tid_of_pid(struct task_struct *p, u32 pid)
 
 /*
  * The slot owned by @tid in the slot array @slots, or NULL. Probes the
- * cached index, then WS_HINT_PROBE slots from tid % WS_HINT_NR_SLOTS; the
- * first slot owned by @tid wins. A slot owned by @tid with a wrong ABI
+ * cached index (the last slot found, or an announced one), then the
+ * WS_HINT_PROBE slots from tid % WS_HINT_NR_SLOTS; the first slot owned by
+ * @tid wins. A slot owned by @tid with a wrong ABI
  * version is malformed.
  */
 static __always_inline struct ws_hint_slot *slot_of_tid(void *slots, u32 tid, struct hint_ctx *hc)
@@ -208,6 +209,53 @@ found:
 	}
 	if (hc)
 		hc->slot = idx + 1;
+	return s;
+}
+
+/*
+ * ops.yield of a task whose slot was not found (hint_slot() gave NULL): if
+ * its process's header announces a slot for it (struct ws_hint_header) and
+ * the task owns that slot, remember the index in its task storage (created
+ * here, returned in *@hcp) and acknowledge the word. The slot, or NULL.
+ * The header is untrusted like every slot: a word naming another thread, a
+ * slot it does not own or the header itself is ignored, and a process can
+ * point only its own threads at its own slots.
+ */
+static __always_inline struct ws_hint_slot *hint_take_announce(struct task_struct *p,
+								struct hint_ctx **hcp)
+{
+	u32 tgid = p->tgid, zero = 0, tid, idx;
+	struct ws_hint_header *h;
+	struct ws_hint_slot *s;
+	struct hint_ctx *hc;
+	void *slots;
+	u64 word;
+
+	slots = bpf_map_lookup_elem(&hint_procs, &tgid);
+	if (!slots)
+		return NULL;
+	h = (struct ws_hint_header *)bpf_map_lookup_elem(slots, &zero);
+	if (!h)
+		return NULL;
+	word = *(volatile u64 *)&h->announce;	/* one read of untrusted memory */
+	tid = task_ns_tid(p);
+	idx = (u32)word & (WS_HINT_NR_SLOTS - 1);
+	if (!tid || (u32)(word >> 32) != tid || !idx)
+		return NULL;
+	hc = *hcp;
+	if (!hc)
+		hc = bpf_task_storage_get(&hint_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!hc)
+		return NULL;
+	*hcp = hc;
+	hc->slot = idx + 1;
+	s = slot_of_tid(slots, tid, hc);
+	if (!s || hc->slot != idx + 1) {
+		hc->slot = 0;
+		return NULL;
+	}
+	h->announce_ack = word;
+	STAT_INC(nr_hint_announced);
 	return s;
 }
 

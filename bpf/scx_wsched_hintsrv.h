@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -56,6 +57,9 @@ struct hint_conn {
 	int sock;
 	int pidfd;		/* -1 without SO_PEERPIDFD */
 	int map_fd;		/* the process's slot array */
+	/* Its header, mapped read-only: the process's count of threads that
+	 * found no slot (written by the process: a hint to report, no more). */
+	const struct ws_hint_header *hdr;
 	__u32 tgid;
 };
 
@@ -67,7 +71,22 @@ struct hint_server {
 	int nr;
 	struct hint_conn conns[WS_HINT_MAX_PROCS];
 	unsigned long nr_accepted, nr_refused;
+	unsigned long threads_refused_gone;	/* nr_refused of processes that left */
 };
+
+#define HINT_HDR_MAP_LEN	4096	/* the header's page */
+
+/* Threads of registered processes, past and present, that found no slot. */
+static unsigned long hint_threads_refused(const struct hint_server *hs)
+{
+	unsigned long n = hs->threads_refused_gone;
+	int i;
+
+	for (i = 0; i < hs->nr; i++)
+		if (hs->conns[i].hdr)
+			n += hs->conns[i].hdr->nr_refused;
+	return n;
+}
 
 static void hint_server_init(struct hint_server *hs)
 {
@@ -201,6 +220,10 @@ static void hint_conn_close(struct hint_server *hs, int i)
 	close(c->sock);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
+	if (c->hdr) {
+		hs->threads_refused_gone += c->hdr->nr_refused;
+		munmap((void *)c->hdr, HINT_HDR_MAP_LEN);
+	}
 	close(c->map_fd);
 	hs->conns[i] = hs->conns[--hs->nr];
 	hint_publish(hs);
@@ -270,6 +293,9 @@ static void hint_accept(struct hint_server *hs)
 				  WS_HINT_SLOT_SIZE, WS_HINT_NR_SLOTS, &opts);
 	if (c.map_fd < 0)
 		goto refuse;
+	c.hdr = mmap(NULL, HINT_HDR_MAP_LEN, PROT_READ, MAP_SHARED, c.map_fd, 0);
+	if (c.hdr == MAP_FAILED)
+		c.hdr = NULL;	/* only the refusal count is lost */
 	if (bpf_map_update_elem(hs->outer_fd, &c.tgid, &c.map_fd, BPF_ANY))
 		goto refuse;
 	cm = CMSG_FIRSTHDR(&msg);
@@ -287,6 +313,8 @@ static void hint_accept(struct hint_server *hs)
 	return;
 refuse:
 	hs->nr_refused++;
+	if (c.hdr)
+		munmap((void *)c.hdr, HINT_HDR_MAP_LEN);
 	if (c.map_fd >= 0)
 		close(c.map_fd);
 	if (c.pidfd >= 0)

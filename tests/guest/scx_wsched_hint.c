@@ -237,7 +237,8 @@ FIXTURE(hint) {
 
 FIXTURE_SETUP(hint)
 {
-	const char *args[] = { "--group", "users", "--grace-us", "1000", NULL };
+	const char *args[] = { "--group", "users", "--grace-us", "1000", "--stats", "1", "--json",
+			       NULL };
 	struct group *g = getgrnam("users");
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 3)
@@ -396,6 +397,115 @@ TEST_F_TIMEOUT(hint, registration_many_threads_of_several_processes, 120)
 		EXPECT_TRUE(wait_gone(kids[p], 5)) TH_LOG("entry of exited process %d stays", kids[p]);
 	}
 	EXPECT_EQ(0, wait_live(0, 5));
+}
+
+/* ------------------------------------------------ many threads */
+
+#define MANY_THREADS	1000
+
+struct many_shared {
+	volatile int ready, go_exit;
+	volatile int rc[MANY_THREADS];
+	volatile int fill_rc;		/* registration after every slot was taken */
+};
+
+static struct many_shared *many_sh;
+
+static void *many_thread(void *arg)
+{
+	int i = (int)(long)arg;
+
+	many_sh->rc[i] = ws_thread_register();
+	__atomic_add_fetch(&many_sh->ready, 1, __ATOMIC_SEQ_CST);
+	while (!many_sh->go_exit)
+		usleep(10000);
+	return NULL;
+}
+
+/* The slot array this process mapped (its bpf-map mapping), or NULL. */
+static struct ws_hint_slot *mapped_array(void)
+{
+	unsigned long lo, hi;
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "r");
+	void *base = NULL;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, "bpf-map") && sscanf(line, "%lx-%lx", &lo, &hi) == 2 &&
+		    hi - lo == (unsigned long)WS_HINT_NR_SLOTS * WS_HINT_SLOT_SIZE)
+			base = (void *)lo;
+	if (f)
+		fclose(f);
+	return base;
+}
+
+/*
+ * A process with 1000 threads alive at once: every one gets a slot (the
+ * array has 4096, the header included). Then the process takes every free
+ * slot itself: one more thread is refused, runs unregistered, and the
+ * loader's hint_threads_refused counts it.
+ */
+TEST_F_TIMEOUT(hint, thousand_threads_of_one_process_all_registered, 180)
+{
+	struct many_shared *sh = shared_mem(sizeof(*sh));
+	long long refused0, refused1;
+	pid_t kid;
+	int fd, i, st, bad = 0;
+
+	ASSERT_NE(NULL, sh);
+	refused0 = ws_json_fresh(OUT_FILE, "hint_threads_refused", 10);
+	ASSERT_LE(0, refused0);
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		pthread_attr_t a;
+		pthread_t t;
+		struct ws_hint_slot *arr;
+		__u32 idx;
+
+		many_sh = sh;
+		pthread_attr_init(&a);
+		pthread_attr_setstacksize(&a, 64 << 10);
+		if (ws_thread_register())
+			_exit(2);
+		for (i = 0; i < MANY_THREADS; i++)
+			if (pthread_create(&t, &a, many_thread, (void *)(long)i))
+				_exit(3);
+		while (sh->ready < MANY_THREADS)
+			usleep(10000);
+		/* Take every free slot (this thread's too), then register
+		 * once more. */
+		arr = mapped_array();
+		if (!arr)
+			_exit(4);
+		ws_thread_unregister();
+		for (idx = 1; idx < WS_HINT_NR_SLOTS; idx++)
+			__atomic_compare_exchange_n(&arr[idx].owner_tid, &(__u32){ 0 }, 0x7ffffff0u,
+						    false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+		sh->fill_rc = ws_thread_register();
+		__atomic_store_n(&sh->ready, MANY_THREADS + 1, __ATOMIC_SEQ_CST);
+		while (!sh->go_exit)
+			usleep(10000);
+		_exit(0);
+	}
+	ASSERT_TRUE(wait_flag(&sh->ready, MANY_THREADS + 1, 120))
+		TH_LOG("%d of %d threads registered", sh->ready, MANY_THREADS);
+	for (i = 0; i < MANY_THREADS; i++)
+		bad += sh->rc[i] != 0;
+	EXPECT_EQ(0, bad) TH_LOG("%d threads failed to register (first rc %d)", bad, sh->rc[0]);
+	EXPECT_EQ(-ENOSPC, sh->fill_rc);
+	fd = slots_of(kid);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(WS_HINT_NR_SLOTS - 1, slots_owned(fd));
+	close(fd);
+	refused1 = ws_json_fresh(OUT_FILE, "hint_threads_refused", 10);
+	TH_LOG("hint_threads_refused %lld -> %lld", refused0, refused1);
+	EXPECT_EQ(refused0 + 1, refused1);
+	sh->go_exit = 1;
+	ASSERT_EQ(kid, waitpid(kid, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("status %#x", st);
+	/* the departed process's refusal stays counted */
+	EXPECT_EQ(refused1, ws_json_fresh(OUT_FILE, "hint_threads_refused", 10));
 }
 
 /* ------------------------------------------------ pool workers */
@@ -637,11 +747,42 @@ enum spin_mode { SPIN_PLAIN, SPIN_CS_FOREVER, SPIN_CS_SHORT, SPIN_CS_FORGED };
  * forever, or in short critical sections back to back (FORGED: setting its
  * own grace_pending before leaving each one, as if every section had a
  * grace). */
+/* Register the spinner with its probe window taken by others' tids, so
+ * that its slot is elsewhere and must be announced to the scheduler. */
+static bool spin_window_taken;
+
+static struct ws_hint_slot *mapped_array(void);
+
+static void register_outside_window(void)
+{
+	struct ws_hint_slot *arr;
+	__u32 k, idx, tid = (__u32)gettid_();
+
+	if (ws_thread_register())
+		_exit(2);
+	arr = mapped_array();
+	if (!arr)
+		_exit(4);
+	ws_thread_unregister();
+	for (k = 0; k < WS_HINT_PROBE; k++) {
+		idx = (tid + k) % WS_HINT_NR_SLOTS;
+		if (idx)
+			arr[idx].owner_tid = 0x7ffffff0u + k;
+	}
+	if (ws_thread_register())
+		_exit(2);
+	idx = (__u32)(ws_thread_slot() - arr);
+	if ((idx - tid) % WS_HINT_NR_SLOTS < WS_HINT_PROBE)
+		_exit(5);
+}
+
 static void spinner(struct spin_shared *sh, enum spin_mode mode)
 {
 	pin(HOG_CPU);
 	sh->tid = gettid_();
-	if (ws_thread_register())
+	if (spin_window_taken)
+		register_outside_window();
+	else if (ws_thread_register())
 		_exit(2);
 	if (mode == SPIN_CS_FOREVER)
 		ws_critical_enter();
@@ -1072,6 +1213,29 @@ TEST_F_TIMEOUT(hint, grace_granted_to_short_critical_sections, 60)
 }
 
 /*
+ * The same with the spinner's probe window taken: its slot is elsewhere in
+ * the array, and the scheduler finds it through the header's announcement
+ * (nr_hint_announced), so it still gets graces.
+ */
+TEST_F_TIMEOUT(hint, grace_granted_to_a_slot_outside_the_probe_window, 60)
+{
+	long long a0, a1;
+	struct cs_short r;
+	int ret;
+
+	a0 = ws_json_fresh(OUT_FILE, "nr_hint_announced", 10);
+	spin_window_taken = true;
+	ret = cs_short_run(&r, SPIN_CS_SHORT);
+	spin_window_taken = false;
+	a1 = ws_json_fresh(OUT_FILE, "nr_hint_announced", 10);
+	ASSERT_EQ(0, ret);
+	CS_SHORT_LOG(r);
+	TH_LOG("nr_hint_announced %lld -> %lld", a0, a1);
+	EXPECT_LT(a0, a1);
+	EXPECT_LT(0, r.granted) TH_LOG("a thread outside its window got no grace");
+}
+
+/*
  * The same in a new PID namespace, where the thread's gettid() (its
  * owner_tid) is 1, not its kernel pid: its process is found through the
  * kernel's tgid all the same, and its slot through its namespace's tid.
@@ -1312,7 +1476,8 @@ TEST_F_TIMEOUT(hint, registered_yield_in_section_or_flagged_is_plain, 60)
  */
 TEST_F_TIMEOUT(hint, wsched_run_registers_an_unmodified_program, 120)
 {
-	static const char *const scenarios[] = { "mutex", "spin_rwlock", "omp", "threads", "fork" };
+	static const char *const scenarios[] = { "mutex", "spin_rwlock", "omp", "threads", "fork",
+						 "many_threads" };
 	char exe[PATH_MAX], run[PATH_MAX + 32], prog[PATH_MAX + 32], cmd[3 * PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	unsigned i;

@@ -5,8 +5,9 @@
  * Once per process: connect to the loader's unix socket, receive the map fd
  * of this process's own slot array (SCM_RIGHTS) and its geometry, mmap it
  * shared, keep the connection open (its hangup tells the loader the process
- * is gone). Per thread: claim a free slot of the probe window with a CAS on
- * owner_tid, and point _ws_hint_self at it.
+ * is gone). Per thread: claim a free slot with a CAS on owner_tid, from its
+ * probe window if it can, else anywhere, announcing that one to the
+ * scheduler (wsched/hint.h), and point _ws_hint_self at it.
  *
  * Concurrency contract: the process state (proc_slots, proc_sock) is set up
  * under proc_lock and never torn down while the process lives (except in a
@@ -19,6 +20,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -171,10 +173,51 @@ int _ws_hint_connect(void)
 	return err;
 }
 
+/* Claim @s for @tid if it is free; true if claimed. */
+static bool claim(struct ws_hint_slot *s, uint32_t tid)
+{
+	uint32_t zero = 0;
+
+	if (__atomic_load_n(&s->owner_tid, __ATOMIC_RELAXED))
+		return false;
+	/* acq_rel: acquire orders our resets after the previous owner's
+	 * release of the slot; release is not needed by the other claimers
+	 * (they only compare owner_tid). */
+	return __atomic_compare_exchange_n(&s->owner_tid, &zero, tid, false,
+					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+#define ANNOUNCE_TRIES	16	/* yields before a thread stops announcing */
+
+/*
+ * Tell the scheduler where the slot of a thread outside its probe window is
+ * (struct ws_hint_header): store the word, yield so that ops.yield sees
+ * it, and look for the scheduler's acknowledgement. The header is written
+ * by every announcing thread of the process (last writer wins) and by the
+ * scheduler; all relaxed: a lost word is announced again.
+ */
+static void announce(struct ws_hint_slot *slots, uint32_t tid, uint32_t idx)
+{
+	struct ws_hint_header *h = (struct ws_hint_header *)slots;
+	uint64_t word = (uint64_t)tid << 32 | idx;
+	int i;
+
+	for (i = 0; i < ANNOUNCE_TRIES; i++) {
+		__atomic_store_n(&h->announce, word, __ATOMIC_RELAXED);
+		syscall(SYS_sched_yield);
+		if (__atomic_load_n(&h->announce_ack, __ATOMIC_RELAXED) == word)
+			break;
+	}
+	/* Leave no stale word for the next announcer to compete with. */
+	__atomic_compare_exchange_n(&h->announce, &word, 0, false,
+				    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
 int ws_thread_register(void)
 {
-	struct ws_hint_slot *slots, *s, *local = &_ws_hint_local;
-	uint32_t tid, i;
+	struct ws_hint_slot *slots, *s = NULL, *local = &_ws_hint_local;
+	uint32_t tid, i, idx = 0;
+	bool outside = false;
 	int err;
 
 	if (_ws_hint_self)
@@ -191,21 +234,27 @@ int ws_thread_register(void)
 			return err;
 	}
 	tid = (uint32_t)syscall(SYS_gettid);
+	/* The probe window first (index 0 is the header, never a slot)... */
 	for (i = 0; i < WS_HINT_PROBE; i++) {
-		uint32_t zero = 0;
-
-		s = &slots[(tid + i) % WS_HINT_NR_SLOTS];
-		if (__atomic_load_n(&s->owner_tid, __ATOMIC_RELAXED))
-			continue;
-		/* acq_rel: acquire orders our resets after the previous
-		 * owner's release of the slot; release is not needed by the
-		 * other claimers (they only compare owner_tid). */
-		if (__atomic_compare_exchange_n(&s->owner_tid, &zero, tid, false,
-						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		idx = (tid + i) % WS_HINT_NR_SLOTS;
+		if (idx && claim(&slots[idx], tid)) {
+			s = &slots[idx];
 			break;
+		}
 	}
-	if (i == WS_HINT_PROBE)
+	/* ...then any free slot, which the scheduler must be told about. */
+	for (i = 1; !s && i < WS_HINT_NR_SLOTS; i++) {
+		idx = (tid + WS_HINT_PROBE + i) % WS_HINT_NR_SLOTS;
+		if (idx && claim(&slots[idx], tid)) {
+			s = &slots[idx];
+			outside = true;
+		}
+	}
+	if (!s) {
+		__atomic_add_fetch(&((struct ws_hint_header *)slots)->nr_refused, 1,
+				   __ATOMIC_RELAXED);
 		return -ENOSPC;
+	}
 	/* Carry over what the private slot holds (we may be inside a section). */
 	__atomic_store_n(&s->state, local->state, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->cs_depth, local->cs_depth, __ATOMIC_RELAXED);
@@ -220,6 +269,8 @@ int ws_thread_register(void)
 	 * that a same-CPU reader never sees a half-reset slot as valid. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	__atomic_store_n(&s->abi_version, WS_HINT_ABI_VERSION, __ATOMIC_RELAXED);
+	if (outside)
+		announce(slots, tid, idx);
 	_ws_hint_self = s;
 	pthread_once(&exit_key_once, exit_key_setup);
 	pthread_setspecific(exit_key, s);

@@ -384,6 +384,41 @@ static void scenario_threads(void)
 	      exited[0] ? exited[0]->owner_tid : 0, exited[0] ? exited[0]->cs_depth : 0);
 }
 
+/* 1000 threads alive at once, each with a slot of its own. */
+#define MANY 1000
+static pthread_barrier_t many_barrier;
+
+static void *many_check(void *arg)
+{
+	long ok = registered();
+
+	pthread_barrier_wait(&many_barrier);
+	return (void *)ok;
+}
+
+static void scenario_many_threads(void)
+{
+	static pthread_t t[MANY];
+	pthread_attr_t a;
+	void *ret;
+	int i, ok = 0, made = 0;
+
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 64 << 10);
+	pthread_barrier_init(&many_barrier, NULL, MANY + 1);
+	for (i = 0; i < MANY; i++)
+		made += !pthread_create(&t[i], &a, many_check, NULL);
+	CHECK(made == MANY, "created %d of %d threads", made, MANY);
+	if (made != MANY)
+		return;
+	pthread_barrier_wait(&many_barrier);
+	for (i = 0; i < MANY; i++) {
+		pthread_join(t[i], &ret);
+		ok += ret != NULL;
+	}
+	CHECK(ok == MANY, "%d of %d threads registered", ok, MANY);
+}
+
 static void scenario_fork(void)
 {
 	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER, m2 = PTHREAD_MUTEX_INITIALIZER;
@@ -483,6 +518,7 @@ static int run_scenario(const char *name)
 		{ "mutex", scenario_mutex }, { "spin_rwlock", scenario_spin_rwlock },
 		{ "cond", scenario_cond }, { "omp", scenario_omp },
 		{ "threads", scenario_threads }, { "fork", scenario_fork },
+		{ "many_threads", scenario_many_threads },
 		{ "exit_holding", scenario_exit_holding }, { "flags", scenario_flags },
 		{ "unregistered", scenario_unregistered }, { "env", scenario_env },
 		{ "spin_cs", scenario_spin_cs },
@@ -736,6 +772,12 @@ TEST_F(preload, omp_critical_and_omp_locks_mark_their_holders)
 TEST_F(preload, every_thread_registers_and_an_exiting_holder_frees_its_slot)
 {
 	scenario_under(&self->r, self->f.path, "threads", NULL, NULL);
+	EXPECT_SCENARIO_OK(&self->r);
+}
+
+TEST_F(preload, thousand_threads_all_registered)
+{
+	scenario_under(&self->r, self->f.path, "many_threads", NULL, NULL);
 	EXPECT_SCENARIO_OK(&self->r);
 }
 

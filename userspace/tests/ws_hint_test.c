@@ -27,6 +27,9 @@
 
 #define MAP_LEN (WS_HINT_NR_SLOTS * WS_HINT_SLOT_SIZE)
 
+/* sched_yield() calls of the whole process (see sched_yield() below). */
+static unsigned long nr_yields_total;
+
 struct fake_loader {
 	char dir[64], path[128];
 	int lfd;
@@ -217,23 +220,53 @@ TEST(section_entered_before_registering_carries_over_and_unregister_keeps_counti
 	fake_stop(&f);
 }
 
-TEST(full_probe_window_gives_enospc)
+/*
+ * A thread whose probe window is taken claims a free slot elsewhere and
+ * announces it in the header (which nobody acknowledges here: the word is
+ * withdrawn after the bounded retries); with every slot taken it gets
+ * -ENOSPC, and the header counts the refusal. Slot 0 is never claimed.
+ */
+TEST(full_probe_window_claims_elsewhere_and_full_array_gives_enospc)
 {
 	static struct fake_loader f;
+	struct ws_hint_header *h;
 	pid_t me = tid_(), other = 1;
-	uint32_t k;
+	uint32_t k, idx, found = 0;
+	unsigned long y0;
 
 	ASSERT_EQ(0, fake_start(&f, WS_HINT_ABI_VERSION));
-	/* Connect with a helper thread first, so the array exists. */
+	/* Connect with a first registration, so the array exists. */
 	ASSERT_EQ(0, ws_thread_register());
 	ws_thread_unregister();
+	h = (struct ws_hint_header *)f.slots[0];
 	for (k = 0; k < WS_HINT_PROBE; k++)
 		f.slots[0][(me + k) % WS_HINT_NR_SLOTS].owner_tid = other + k;
+	y0 = nr_yields_total;
+	ASSERT_EQ(0, ws_thread_register());
+	EXPECT_TRUE(ws_thread_registered());
+	for (idx = 1; idx < WS_HINT_NR_SLOTS; idx++)
+		if (f.slots[0][idx].owner_tid == (uint32_t)me)
+			found = idx;
+	EXPECT_NE(0, found) TH_LOG("no slot owned outside the window");
+	EXPECT_LE(WS_HINT_PROBE, (found - me) % WS_HINT_NR_SLOTS);
+	EXPECT_EQ(0, h->announce) TH_LOG("the unacknowledged word was not withdrawn");
+	EXPECT_EQ(0, h->zero[0]);
+	EXPECT_EQ(0, h->zero[1]);
+	/* the announcement's yields are raw syscalls, not sched_yield() */
+	EXPECT_EQ(y0, nr_yields_total);
+	ws_thread_unregister();
+
+	/* Every slot taken (slot 0 is the header, not a slot). */
+	for (idx = 1; idx < WS_HINT_NR_SLOTS; idx++)
+		f.slots[0][idx].owner_tid = other + idx;
 	EXPECT_EQ(-ENOSPC, ws_thread_register());
 	EXPECT_FALSE(ws_thread_registered());
+	EXPECT_EQ(1, h->nr_refused);
+	EXPECT_EQ(0, h->zero[1]) TH_LOG("the header was claimed");
 	f.slots[0][(me + 5) % WS_HINT_NR_SLOTS].owner_tid = 0;
+	if ((me + 5) % WS_HINT_NR_SLOTS == 0)
+		f.slots[0][(me + 6) % WS_HINT_NR_SLOTS].owner_tid = 0;
 	EXPECT_EQ(0, ws_thread_register());
-	EXPECT_EQ((uint32_t)me, f.slots[0][(me + 5) % WS_HINT_NR_SLOTS].owner_tid);
 	ws_thread_unregister();
 	fake_stop(&f);
 }
@@ -301,6 +334,7 @@ static __thread unsigned long nr_yields;
 int sched_yield(void)
 {
 	nr_yields++;
+	__atomic_add_fetch(&nr_yields_total, 1, __ATOMIC_RELAXED);
 	return (int)syscall(SYS_sched_yield);
 }
 

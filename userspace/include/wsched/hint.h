@@ -6,12 +6,15 @@
  * Fixed-size types only: BPF, the loader and the library see one layout.
  *
  * Each registered process gets its own BPF array of WS_HINT_NR_SLOTS slots,
- * mapped into its address space. A thread owns at most one slot, found by
- * probing WS_HINT_PROBE consecutive indices from (tid % WS_HINT_NR_SLOTS).
- * The scheduler reads the array of a task's process (found by the task's
- * tgid, taken from the kernel) and accepts a slot only if owner_tid is the
- * task's tid and abi_version is WS_HINT_ABI_VERSION. Every field is
- * untrusted input to the scheduler.
+ * mapped into its address space. Slot 0 is the array's header (struct
+ * ws_hint_header), never a thread's. A thread owns at most one slot: one of
+ * the WS_HINT_PROBE consecutive indices from (tid % WS_HINT_NR_SLOTS) (its
+ * probe window, where the scheduler looks first), else any free one, which
+ * it announces through the header so that the scheduler remembers where it
+ * is. The scheduler reads the array of a task's process (found by the
+ * task's tgid, taken from the kernel) and accepts a slot only if owner_tid
+ * is the task's tid (in its own PID namespace) and abi_version is
+ * WS_HINT_ABI_VERSION. Every field is untrusted input to the scheduler.
  */
 #ifndef WSCHED_HINT_H
 #define WSCHED_HINT_H
@@ -20,8 +23,8 @@
 #include <linux/types.h>
 #endif
 
-#define WS_HINT_ABI_VERSION	1u
-#define WS_HINT_NR_SLOTS	256u	/* per process; power of two */
+#define WS_HINT_ABI_VERSION	2u
+#define WS_HINT_NR_SLOTS	4096u	/* per process, the header included; power of two */
 #define WS_HINT_SLOT_SIZE	64u
 #define WS_HINT_PROBE		8u	/* slots probed from tid % NR_SLOTS */
 #define WS_HINT_MAX_DEPTH	64u	/* cs_depth above this is malformed */
@@ -68,6 +71,29 @@ struct ws_hint_slot {
 #define WS_HINT_FLAG_YIELD_PLAIN	(1u << 0)
 
 /*
+ * Slot 0 of every array. abi_version and owner_tid stay 0, so no thread
+ * owns it and the scheduler never takes it for a slot.
+ *
+ * announce: a thread whose probe window was full claims a free slot
+ * elsewhere and stores (its tid << 32 | that index) here, then calls
+ * sched_yield(); scx_wsched's ops.yield, seeing its own tid there and the
+ * slot owned by it, remembers the index for that task and copies the word
+ * into announce_ack. The thread retries (a bounded number of times) until
+ * it sees its word acknowledged: threads announcing at once only delay each
+ * other. Without a scheduler nobody acknowledges, and the thread gives up.
+ *
+ * nr_refused: threads of this process that found no free slot at all
+ * (incremented by the library; the loader reports the sum, as a hint).
+ */
+struct ws_hint_header {
+	__u32 zero[2];		/* abi_version and owner_tid of slot 0: 0 */
+	__u64 announce;		/* tid << 32 | slot index; 0: none */
+	__u64 announce_ack;	/* written by the scheduler */
+	__u32 nr_refused;
+	__u32 reserved[9];
+};
+
+/*
  * Sent by the loader with the map fd (SCM_RIGHTS) in one message, right
  * after it accepted a connection.
  */
@@ -80,6 +106,7 @@ struct ws_hint_hello {
 
 #ifndef __bpf__
 _Static_assert(sizeof(struct ws_hint_slot) == WS_HINT_SLOT_SIZE, "hint slot is 64 bytes");
+_Static_assert(sizeof(struct ws_hint_header) == WS_HINT_SLOT_SIZE, "hint header is a slot");
 _Static_assert((WS_HINT_NR_SLOTS & (WS_HINT_NR_SLOTS - 1)) == 0, "NR_SLOTS power of two");
 #endif
 

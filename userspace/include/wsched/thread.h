@@ -44,10 +44,10 @@ extern "C" {
 /*
  * Register the calling thread with the scheduler: connect to its socket
  * once per process (WSCHED_HINT_SOCKET, default WS_HINT_SOCK_PATH), map the
- * process's slot array, claim a free slot of this thread's probe window.
+ * process's slot array, claim a free slot (wsched/hint.h says which).
  * Returns 0 (also when already registered), -ENOENT/-ECONNREFUSED when no
  * scheduler serves hints, -EACCES when the socket is not ours to use,
- * -ENOSPC when the probe window is full, -EPROTO on a version mismatch,
+ * -ENOSPC when every slot of the process is taken, -EPROTO on a version mismatch,
  * -ETIMEDOUT when the loader did not answer within 1 s.
  * On failure the thread keeps working with its private slot.
  * Pool workers register themselves; the slot is released at thread exit.
