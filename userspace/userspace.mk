@@ -181,7 +181,7 @@ bench-coop: ws-bench-coop
 ws-bench-coop: $(WSBENCH) $(BUILD)/bin/scx_wsched
 	$(Q)$(WS_BENCH_DIR)/bench-coop
 bench-lib: wsbench-all
-wsbench-all: $(WSBENCH) $(WSBENCH_LLVM)
+wsbench-all: $(WSBENCH) $(WSBENCH_LLVM) $(WS_PRELOAD_COST) $(WS_PRELOAD_SO)
 	$(Q)$(WS_BENCH_DIR)/wsbench-all $(WSBENCH) $(BUILD)/bench/wsbench.jsonl
 
 # ---------------------------------------------------------------- wsched-run
@@ -206,7 +206,15 @@ $(WSCHED_RUN): $(WS_PRELOAD_DIR)/wsched-run.c $(WS_DIR)/userspace.mk
 	$(Q)$(CC) $(BASE_CFLAGS) -DWSCHED_PRELOAD_DEFAULT='"$(WSCHED_PRELOAD_DEFAULT)"' \
 	  -o $@ $< $(LDFLAGS)
 
-ALL += $(WS_PRELOAD_SO) $(WSCHED_RUN)
+# preload_cost: an uncontended lock/unlock pair, plain or preloaded
+# (bench-lib runs it both ways).
+WS_PRELOAD_COST := $(BUILD)/bench/preload_cost
+$(WS_PRELOAD_COST): $(WS_DIR)/bench/preload_cost.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -pthread -o $@ $< -ldl $(LDFLAGS)
+
+ALL += $(WS_PRELOAD_SO) $(WSCHED_RUN) $(WS_PRELOAD_COST)
 
 # preload_test: libwsched-preload.so and wsched-run against a fake loader.
 # Built without libwsched (like the programs wsched-run is for), with

@@ -303,8 +303,11 @@ void ws_thread_unregister(void)
 /* Out of line: the common exit path stays one load and a branch. */
 void _ws_grace_yield(struct ws_hint_slot *s)
 {
+	int e = errno;	/* an unlock must not change what the program sees */
+
 	__atomic_store_n(&s->grace_pending, 0, __ATOMIC_RELAXED);
 	sched_yield();
+	errno = e;
 }
 
 const struct ws_hint_slot *ws_thread_slot(void)

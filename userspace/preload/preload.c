@@ -54,16 +54,23 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
+/*
+ * The word every interposed call reads (relaxed: each bit is written once,
+ * or, for HOT_PENDING, by the only thread of a fork child and then by that
+ * thread): which families are on, whether it was parsed yet, and whether a
+ * fork child's thread still has to register.
+ */
 enum {
 	FAM_LOCKS	= 1u << 0,
 	FAM_OMP		= 1u << 1,
 	FAM_YIELD	= 1u << 2,
 	FAM_INHERIT	= 1u << 3,
 	FAM_ALL		= FAM_LOCKS | FAM_OMP | FAM_YIELD | FAM_INHERIT,
-	FAM_PARSED	= 1u << 31,
+	HOT_PENDING	= 1u << 30,
+	HOT_PARSED	= 1u << 31,
 };
 
-static unsigned families_mask;
+static unsigned hot;
 
 static unsigned families_parse(void)
 {
@@ -83,18 +90,28 @@ static unsigned families_parse(void)
 				m &= ~names[i].bit;
 		off += n + (off[n] == ',');
 	}
-	return m | FAM_PARSED;
+	return m;
+}
+
+/* Out of line and cold: the lock paths stay a load and two branches. */
+static __attribute__((noinline, cold)) unsigned hot_init(void)
+{
+	__atomic_fetch_or(&hot, families_parse() | HOT_PARSED, __ATOMIC_RELAXED);
+	return __atomic_load_n(&hot, __ATOMIC_RELAXED);
+}
+
+static __attribute__((always_inline)) inline unsigned hot_load(void)
+{
+	unsigned m = __atomic_load_n(&hot, __ATOMIC_RELAXED);
+
+	if (__builtin_expect(!(m & HOT_PARSED), 0))
+		m = hot_init();
+	return m;
 }
 
 static inline unsigned families(void)
 {
-	unsigned m = __atomic_load_n(&families_mask, __ATOMIC_RELAXED);
-
-	if (__builtin_expect(!m, 0)) {
-		m = families_parse();
-		__atomic_store_n(&families_mask, m, __ATOMIC_RELAXED);
-	}
-	return m;
+	return hot_load() & FAM_ALL;
 }
 
 /* --------------------------------------------------------------- registration */
@@ -102,9 +119,9 @@ static inline unsigned families(void)
 /*
  * Process state. OFF once a registration failed for a reason that will not
  * change while the process lives (no loader, no access, another ABI): no
- * thread tries again. PENDING in a fork child until its thread registers.
+ * thread tries again.
  */
-enum { PROC_TRY = 0, PROC_OFF = 1, PROC_PENDING = 2 };
+enum { PROC_TRY = 0, PROC_OFF = 1 };
 static int proc_state;
 static __thread int in_register __attribute__((tls_model("initial-exec")));
 
@@ -166,13 +183,13 @@ static void register_self(void)
 }
 
 /* A fork child's thread registers at its first interposed call. */
-static inline void register_pending(void)
+static __attribute__((noinline, cold)) void register_pending(void)
 {
-	if (__builtin_expect(__atomic_load_n(&proc_state, __ATOMIC_RELAXED) == PROC_PENDING, 0) &&
-	    !ws_thread_registered() && !in_register) {
-		__atomic_store_n(&proc_state, PROC_TRY, __ATOMIC_RELAXED);
+	if (!(__atomic_fetch_and(&hot, ~HOT_PENDING, __ATOMIC_RELAXED) & HOT_PENDING))
+		return;
+	if (!ws_thread_registered() && !in_register &&
+	    __atomic_load_n(&proc_state, __ATOMIC_RELAXED) != PROC_OFF)
 		register_self();
-	}
 }
 
 static void atfork_child(void)
@@ -180,7 +197,7 @@ static void atfork_child(void)
 	/* lib/hint.c's own fork handler dropped the parent's mapping and
 	 * connection; this thread is unregistered now. */
 	if (__atomic_load_n(&proc_state, __ATOMIC_RELAXED) != PROC_OFF)
-		__atomic_store_n(&proc_state, PROC_PENDING, __ATOMIC_RELAXED);
+		__atomic_fetch_or(&hot, HOT_PENDING, __ATOMIC_RELAXED);
 }
 
 /* Remove every LD_PRELOAD entry that names this library. */
@@ -257,21 +274,25 @@ static void *resolve(const char *name)
 
 /* Marks when the family is on; the section's mark follows the acquisition
  * and its unmark follows the release, so it covers the whole hold. */
-static inline void enter_if(unsigned fam)
+static __attribute__((always_inline)) inline void enter_if(unsigned fam)
 {
-	register_pending();
-	if (families() & fam)
+	unsigned m = __atomic_load_n(&hot, __ATOMIC_RELAXED);
+
+	/* One test for both rare cases: not parsed yet, fork child pending. */
+	if (__builtin_expect((m & (HOT_PARSED | HOT_PENDING)) != HOT_PARSED, 0)) {
+		m = hot_load();
+		if (m & HOT_PENDING)
+			register_pending();
+	}
+	if (m & fam)
 		ws_critical_enter();
 }
 
-static inline void exit_if(unsigned fam)
+/* A grace hand-back inside ws_critical_exit keeps errno (hint.c). */
+static __attribute__((always_inline)) inline void exit_if(unsigned fam)
 {
-	if (families() & fam) {
-		int e = errno;		/* a grace hand-back is a syscall */
-
+	if (hot_load() & fam)
 		ws_critical_exit();
-		errno = e;
-	}
 }
 
 /* ------------------------------------------------------------- pthread_create */
@@ -377,12 +398,7 @@ EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
  */
 static inline void cond_leave(void)
 {
-	if (families() & FAM_LOCKS) {
-		int e = errno;
-
-		ws_critical_exit();
-		errno = e;
-	}
+	exit_if(FAM_LOCKS);
 }
 
 REAL(int, pthread_cond_wait, pthread_cond_t *, pthread_mutex_t *)
@@ -551,7 +567,8 @@ EXPORT int sched_yield(void)
 {
 	/* Only a registered thread's yield can be an ABP yield; what kind it
 	 * is the scheduler decides from the slot (depth, flags). */
-	register_pending();
+	if (__builtin_expect(hot_load() & HOT_PENDING, 0))
+		register_pending();
 	return get_sched_yield()();
 }
 
