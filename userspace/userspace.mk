@@ -178,7 +178,7 @@ endif
 # off and on (userspace/bench/bench-coop; BENCH_COOP_PARTS=lock or
 # multiprog runs one part).
 bench-coop: ws-bench-coop
-ws-bench-coop: $(WSBENCH) $(BUILD)/bin/scx_wsched
+ws-bench-coop: $(WSBENCH) $(BUILD)/bin/scx_wsched $(WS_UNMOD) $(WS_PRELOAD_SO) $(WSCHED_RUN)
 	$(Q)$(WS_BENCH_DIR)/bench-coop
 bench-lib: wsbench-all
 wsbench-all: $(WSBENCH) $(WSBENCH_LLVM) $(WS_PRELOAD_COST) $(WS_PRELOAD_SO)
@@ -214,7 +214,17 @@ $(WS_PRELOAD_COST): $(WS_DIR)/bench/preload_cost.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -pthread -o $@ $< -ldl $(LDFLAGS)
 
-ALL += $(WS_PRELOAD_SO) $(WSCHED_RUN) $(WS_PRELOAD_COST)
+# unmod: lock-heavy and oneTBB programs without libwsched, for
+# bench-coop's unmod part (under wsched-run or not).
+WS_UNMOD := $(BUILD)/bench/unmod
+$(WS_UNMOD): $(WS_DIR)/bench/unmod.cpp
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) -std=gnu++17 -D_GNU_SOURCE -Wall -Wextra $(CFLAGS) -fopenmp -pthread \
+	  $(if $(filter 1,$(WS_HAVE_TBB)),,-DUNMOD_NO_TBB) -o $@ $< \
+	  $(if $(filter 1,$(WS_HAVE_TBB)),-ltbb) -ldl $(LDFLAGS)
+
+ALL += $(WS_PRELOAD_SO) $(WSCHED_RUN) $(WS_PRELOAD_COST) $(WS_UNMOD)
 
 # preload_test: libwsched-preload.so and wsched-run against a fake loader.
 # Built without libwsched (like the programs wsched-run is for), with

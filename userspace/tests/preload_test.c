@@ -341,6 +341,18 @@ static void *exit_holding(void *arg)
 	pthread_exit(NULL);
 }
 
+/* Holds the mutex at @arg until cancelled (at a cancellation point). */
+static void *cancel_holding(void *arg)
+{
+	void **io = arg;
+
+	io[1] = (void *)slot();
+	pthread_mutex_lock(io[0]);
+	for (;;)
+		pause();	/* a cancellation point */
+	return NULL;
+}
+
 static pthread_t ctor_thread;
 static long ctor_registered = -1;
 
@@ -382,6 +394,28 @@ static void scenario_threads(void)
 	CHECK(exited[0] && exited[0]->owner_tid == 0 && exited[0]->cs_depth == 0,
 	      "slot of an exited holder: owner %u depth %u",
 	      exited[0] ? exited[0]->owner_tid : 0, exited[0] ? exited[0]->cs_depth : 0);
+
+	/* The same for a thread cancelled while it holds a lock. */
+	{
+		pthread_mutex_t cm = PTHREAD_MUTEX_INITIALIZER;
+		void *io[2] = { &cm, NULL };
+		const struct ws_hint_slot *cs;
+
+		pthread_create(&t[0], NULL, cancel_holding, io);
+		while (!__atomic_load_n(&io[1], __ATOMIC_ACQUIRE) ||
+		       pthread_mutex_trylock(&cm) == 0) {
+			if (__atomic_load_n(&io[1], __ATOMIC_ACQUIRE))
+				pthread_mutex_unlock(&cm);	/* not taken yet */
+			usleep(1000);
+		}
+		cs = io[1];
+		CHECK(cs->cs_depth == 1, "cancelled holder's depth before %u", cs->cs_depth);
+		pthread_cancel(t[0]);
+		pthread_join(t[0], &ret);
+		CHECK(ret == PTHREAD_CANCELED, "not cancelled");
+		CHECK(cs->owner_tid == 0 && cs->cs_depth == 0,
+		      "slot of a cancelled holder: owner %u depth %u", cs->owner_tid, cs->cs_depth);
+	}
 }
 
 /* 1000 threads alive at once, each with a slot of its own. */
@@ -769,7 +803,7 @@ TEST_F(preload, omp_critical_and_omp_locks_mark_their_holders)
 	EXPECT_SCENARIO_OK(&self->r);
 }
 
-TEST_F(preload, every_thread_registers_and_an_exiting_holder_frees_its_slot)
+TEST_F(preload, every_thread_registers_and_an_exiting_or_cancelled_holder_frees_its_slot)
 {
 	scenario_under(&self->r, self->f.path, "threads", NULL, NULL);
 	EXPECT_SCENARIO_OK(&self->r);
