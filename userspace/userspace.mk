@@ -52,7 +52,8 @@ $$(WS_$(1)_LIB): $$(WS_$(1)_OBJ)
 	$$(call msg,AR,$$@)
 	$$(Q)rm -f $$@ && $$(AR) rcs $$@ $$^
 
-$(4)/%$(5): $$(WS_DIR)/tests/%.c $$(WS_$(1)_LIB) $$(WS_DIR)/tests/test_util.h | ksft-check
+$(4)/%$(5): $$(WS_DIR)/tests/%.c $$(WS_$(1)_LIB) $$(WS_DIR)/tests/test_util.h \
+	      $$(WS_DIR)/tests/fake_loader.h | ksft-check
 	$$(call msg,CC,$$@)
 	$$(Q)mkdir -p $$(@D)
 	$$(Q)$$(CC) $$(WS_CFLAGS) $$(WS_TEST_CFLAGS) $(2) -o $$@ $$< $$(WS_$(1)_LIB) $$(LDFLAGS)
@@ -231,7 +232,8 @@ ALL += $(WS_PRELOAD_SO) $(WSCHED_RUN) $(WS_PRELOAD_COST) $(WS_UNMOD)
 # OpenMP; preload_static is the statically linked program it runs.
 WS_PRELOAD_TEST   := $(BUILD)/tests/native/preload_test
 WS_PRELOAD_STATIC := $(BUILD)/tests/native/preload_static
-$(WS_PRELOAD_TEST): $(WS_DIR)/tests/preload_test.c $(WS_DIR)/include/wsched/hint.h \
+$(WS_PRELOAD_TEST): $(WS_DIR)/tests/preload_test.c $(WS_DIR)/tests/fake_loader.h \
+		    $(WS_DIR)/include/wsched/hint.h \
 		    $(WS_PRELOAD_SO) $(WSCHED_RUN) $(WS_PRELOAD_STATIC) | ksft-check
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)

@@ -37,7 +37,8 @@
  *
  * Concurrency: the resolved function pointers are written at most once per
  * value (every thread resolves the same address: relaxed atomics suffice);
- * the families mask likewise. Per-thread state is thread-local.
+ * the "hot" word and proc_state say above them why relaxed is enough.
+ * Per-thread state is thread-local.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -52,6 +53,7 @@
 #include "wsched/thread.h"
 #include "hint_internal.h"
 
+/* The interposed entry points: this library's interface. */
 #define EXPORT __attribute__((visibility("default")))
 
 /*
@@ -174,9 +176,9 @@ static void register_self(void)
 			ws_thread_set_flags(WS_HINT_FLAG_YIELD_PLAIN);
 		return;
 	}
-	/* -ENOSPC (this thread's window is full) is the thread's alone; any
-	 * other failure is the process's, reported by the thread that finds
-	 * it first. */
+	/* -ENOSPC (every slot of the process taken) is this thread's alone;
+	 * any other failure is the process's, reported by the thread that
+	 * finds it first. */
 	if (err != -ENOSPC &&
 	    __atomic_exchange_n(&proc_state, PROC_OFF, __ATOMIC_RELAXED) != PROC_OFF)
 		report(err);
@@ -204,11 +206,10 @@ static void atfork_child(void)
 static void drop_from_ld_preload(void)
 {
 	const char *cur = getenv("LD_PRELOAD");
-	Dl_info info;
 	char *out, *p;
 	size_t n;
 
-	if (!cur || !dladdr((void *)drop_from_ld_preload, &info) || !info.dli_fname)
+	if (!cur)
 		return;
 	out = malloc(strlen(cur) + 1);
 	if (!out)

@@ -21,89 +21,13 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
+#include "fake_loader.h"
 #include "test_util.h"
 #include "wsched/lock.h"
 #include "wsched/thread.h"
 
-#define MAP_LEN (WS_HINT_NR_SLOTS * WS_HINT_SLOT_SIZE)
-
 /* sched_yield() calls of the whole process (see sched_yield() below). */
 static unsigned long nr_yields_total;
-
-struct fake_loader {
-	char dir[64], path[128];
-	int lfd;
-	pthread_t th;
-	struct ws_hint_hello hello;	/* what it sends */
-	struct ws_hint_slot *slots[4];	/* the array of each connection */
-	int conns[4];
-	int nr;
-	bool silent;			/* accept, never answer */
-};
-
-static void *serve(void *arg)
-{
-	struct fake_loader *f = arg;
-
-	for (;;) {
-		char cbuf[CMSG_SPACE(sizeof(int))];
-		struct iovec iov = { &f->hello, sizeof(f->hello) };
-		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-				      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-		int s = accept(f->lfd, NULL, NULL), fd;
-
-		memset(cbuf, 0, sizeof(cbuf));		/* cmsg padding too */
-
-		if (s < 0)
-			return NULL;
-		if (__atomic_load_n(&f->silent, __ATOMIC_RELAXED)) {
-			f->conns[0] = s;
-			continue;
-		}
-		fd = memfd_create("slots", MFD_CLOEXEC);
-		if (fd < 0 || ftruncate(fd, MAP_LEN) || f->nr >= 4)
-			return NULL;
-		f->slots[f->nr] = mmap(NULL, MAP_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-		f->conns[f->nr] = s;
-		__atomic_store_n(&f->nr, f->nr + 1, __ATOMIC_RELEASE);
-		if (sendmsg(s, &msg, MSG_NOSIGNAL) != sizeof(f->hello))
-			return NULL;
-		close(fd);
-	}
-}
-
-static int fake_start(struct fake_loader *f, uint32_t version)
-{
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-
-	memset(f, 0, sizeof(*f));
-	f->hello = (struct ws_hint_hello){ version, WS_HINT_NR_SLOTS, WS_HINT_SLOT_SIZE, 0 };
-	strcpy(f->dir, "/tmp/ws_hint_test.XXXXXX");
-	if (!mkdtemp(f->dir))
-		return -1;
-	snprintf(f->path, sizeof(f->path), "%s/sock", f->dir);
-	strcpy(addr.sun_path, f->path);
-	f->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (f->lfd < 0 || bind(f->lfd, (struct sockaddr *)&addr, sizeof(addr)) || listen(f->lfd, 8))
-		return -1;
-	setenv("WSCHED_HINT_SOCKET", f->path, 1);
-	return pthread_create(&f->th, NULL, serve, f);
-}
-
-static void fake_stop(struct fake_loader *f)
-{
-	shutdown(f->lfd, SHUT_RDWR);
-	pthread_join(f->th, NULL);
-	close(f->lfd);
-	unlink(f->path);
-	rmdir(f->dir);
-	unsetenv("WSCHED_HINT_SOCKET");
-}
 
 static pid_t tid_(void)
 {

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: LGPL-2.1-only OR BSD-2-Clause
+/*
+ * fake_loader.h - scx_wsched's registration protocol (Documentation/abi.md)
+ * served from a thread of a test, with a memfd instead of a BPF array for
+ * each connection (the library maps any shareable fd the same way).
+ * Test-only; used by ws_hint_test and preload_test.
+ *
+ * fake_start() listens on a socket in a fresh private directory and sets
+ * WSCHED_HINT_SOCKET to it; every connection gets the hello and its own
+ * array, and stays open. The arrays of the first FAKE_KEPT connections are
+ * kept mapped in slots[] for the test to read and write; nr counts all.
+ * With silent set, connections are accepted and never answered.
+ */
+#ifndef WSCHED_FAKE_LOADER_H
+#define WSCHED_FAKE_LOADER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "wsched/hint.h"
+
+#define FAKE_MAP_LEN	(WS_HINT_NR_SLOTS * WS_HINT_SLOT_SIZE)
+#define FAKE_KEPT	4
+
+struct fake_loader {
+	char dir[64], path[128];
+	int lfd;
+	pthread_t th;
+	struct ws_hint_hello hello;		/* what it sends */
+	struct ws_hint_slot *slots[FAKE_KEPT];	/* the first connections' arrays */
+	int nr;					/* connections served */
+	bool silent;				/* accept, never answer */
+};
+
+static void *fake_serve(void *arg)
+{
+	struct fake_loader *f = arg;
+
+	for (;;) {
+		char cbuf[CMSG_SPACE(sizeof(int))];
+		struct iovec iov = { &f->hello, sizeof(f->hello) };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+				      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+		struct cmsghdr *c;
+		int s = accept4(f->lfd, NULL, NULL, SOCK_CLOEXEC), fd, n;
+
+		if (s < 0)
+			return NULL;
+		/* The connection stays open as long as the client's: it is
+		 * the client's registration. */
+		if (__atomic_load_n(&f->silent, __ATOMIC_RELAXED))
+			continue;
+		memset(cbuf, 0, sizeof(cbuf));		/* cmsg padding too */
+		c = CMSG_FIRSTHDR(&msg);
+		fd = memfd_create("slots", MFD_CLOEXEC);
+		if (fd < 0 || ftruncate(fd, FAKE_MAP_LEN))
+			return NULL;
+		n = f->nr;
+		if (n < FAKE_KEPT)
+			f->slots[n] = mmap(NULL, FAKE_MAP_LEN, PROT_READ | PROT_WRITE, MAP_SHARED,
+					   fd, 0);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+		/* release: the test reads slots[n] after it sees nr > n. */
+		__atomic_store_n(&f->nr, n + 1, __ATOMIC_RELEASE);
+		sendmsg(s, &msg, MSG_NOSIGNAL);
+		close(fd);
+	}
+}
+
+static int fake_start(struct fake_loader *f, uint32_t version)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+
+	memset(f, 0, sizeof(*f));
+	f->hello = (struct ws_hint_hello){ version, WS_HINT_NR_SLOTS, WS_HINT_SLOT_SIZE, 0 };
+	strcpy(f->dir, "/tmp/wsched_fake_loader.XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	snprintf(f->path, sizeof(f->path), "%s/sock", f->dir);
+	strcpy(addr.sun_path, f->path);
+	f->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (f->lfd < 0 || bind(f->lfd, (struct sockaddr *)&addr, sizeof(addr)) ||
+	    listen(f->lfd, 64))
+		return -1;
+	setenv("WSCHED_HINT_SOCKET", f->path, 1);
+	return pthread_create(&f->th, NULL, fake_serve, f);
+}
+
+static void fake_stop(struct fake_loader *f)
+{
+	shutdown(f->lfd, SHUT_RDWR);
+	pthread_join(f->th, NULL);
+	close(f->lfd);
+	unlink(f->path);
+	rmdir(f->dir);
+	unsetenv("WSCHED_HINT_SOCKET");
+}
+
+#endif /* WSCHED_FAKE_LOADER_H */
