@@ -120,6 +120,8 @@ struct hint_ctx {
 	u32 overrun_counted;	/* nr_grace_overrun already counted for it */
 	u32 yielded;		/* gave its CPU up by a yield that its next stop follows */
 	u32 grace_pending;	/* the grace is running and the slot's flag was set */
+	u32 tid_pid;		/* p->pid when ns_tid was read; 0: not read */
+	u32 ns_tid;		/* task_ns_tid() then */
 };
 
 struct {
@@ -259,6 +261,25 @@ static __always_inline struct ws_hint_slot *hint_take_announce(struct task_struc
 	return s;
 }
 
+/*
+ * task_ns_tid(@p), remembered in @hc (if any) for as long as @p's kernel
+ * pid stays the same (it changes only when a non-leader thread execs and
+ * takes over the leader's): the probe reads are paid once per task.
+ */
+static __always_inline u32 hint_task_tid(struct task_struct *p, struct hint_ctx *hc)
+{
+	u32 pid = p->pid, tid;
+
+	if (hc && pid && hc->tid_pid == pid)
+		return hc->ns_tid;
+	tid = task_ns_tid(p);
+	if (hc && tid) {
+		hc->tid_pid = pid;
+		hc->ns_tid = tid;
+	}
+	return tid;
+}
+
 /* The slot of @p (found through its kernel tgid), or NULL. */
 static __always_inline struct ws_hint_slot *hint_slot(struct task_struct *p, struct hint_ctx *hc)
 {
@@ -270,7 +291,7 @@ static __always_inline struct ws_hint_slot *hint_slot(struct task_struct *p, str
 	slots = bpf_map_lookup_elem(&hint_procs, &tgid);
 	if (!slots)
 		return NULL;
-	return slot_of_tid(slots, task_ns_tid(p), hc);
+	return slot_of_tid(slots, hint_task_tid(p, hc), hc);
 }
 
 /* The slot of @p where a scheduling decision would use it: none when only
