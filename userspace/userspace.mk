@@ -243,5 +243,17 @@ $(WS_PRELOAD_STATIC): $(WS_DIR)/tests/preload_static.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -static -o $@ $<
-ALL += $(WS_PRELOAD_TEST) $(WS_PRELOAD_STATIC)
+# preload_dlopen (not linked with libgomp) opens preload_plugin.so, which is.
+WS_PRELOAD_DLOPEN := $(BUILD)/tests/native/preload_dlopen
+WS_PRELOAD_PLUGIN := $(BUILD)/tests/native/preload_plugin.so
+$(WS_PRELOAD_DLOPEN): $(WS_DIR)/tests/preload_dlopen.c $(WS_DIR)/include/wsched/hint.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -I$(WS_DIR)/include -o $@ $< -ldl $(LDFLAGS)
+$(WS_PRELOAD_PLUGIN): $(WS_DIR)/tests/preload_plugin.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -fPIC -shared -fopenmp -o $@ $< $(LDFLAGS)
+$(WS_PRELOAD_TEST): $(WS_PRELOAD_DLOPEN) $(WS_PRELOAD_PLUGIN)
+ALL += $(WS_PRELOAD_TEST) $(WS_PRELOAD_STATIC) $(WS_PRELOAD_DLOPEN) $(WS_PRELOAD_PLUGIN)
 NATIVE_TESTS += $(WS_PRELOAD_TEST)

@@ -41,6 +41,7 @@
  * Per-thread state is thread-local.
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -249,15 +250,71 @@ __attribute__((constructor)) static void preload_init(void)
 
 /* ---------------------------------------------------------- the real calls */
 
+/*
+ * The next definition of @name after this library. The address is kept for
+ * the life of the process, so the library that holds it must stay mapped:
+ * a program may dlopen a plugin that pulls in libgomp, dlclose it and open
+ * it again elsewhere. Marking that library RTLD_NODELETE (it is loaded
+ * already: RTLD_NOLOAD) keeps it mapped until exit.
+ */
+struct find_names {
+	char *names[128];
+	int nr;
+};
+
+static int collect_name(struct dl_phdr_info *i, size_t size, void *arg)
+{
+	struct find_names *fn = arg;
+
+	(void)size;
+	if (i->dlpi_name && *i->dlpi_name && fn->nr < 128)
+		fn->names[fn->nr++] = strdup(i->dlpi_name);
+	return 0;
+}
+
+/*
+ * @name in a loaded library other than this one, when RTLD_NEXT does not
+ * see it: a library that a plugin opened with RTLD_LOCAL pulled in (the
+ * plugin's calls still come here first) is outside the global scope. The
+ * names are collected first and opened after, outside dl_iterate_phdr's
+ * lock.
+ */
+static void *resolve_local(const char *name)
+{
+	struct find_names fn = { .nr = 0 };
+	Dl_info self, info;
+	void *f = NULL, *h;
+	int i;
+
+	if (!dladdr((void *)resolve_local, &self))
+		return NULL;
+	dl_iterate_phdr(collect_name, &fn);
+	for (i = 0; i < fn.nr; i++) {
+		if (!f && fn.names[i] && (h = dlopen(fn.names[i], RTLD_LAZY | RTLD_NOLOAD))) {
+			f = dlsym(h, name);
+			if (f && dladdr(f, &info) && info.dli_fbase == self.dli_fbase)
+				f = NULL;	/* our own definition */
+			dlclose(h);
+		}
+		free(fn.names[i]);
+	}
+	return f;
+}
+
 static void *resolve(const char *name)
 {
 	void *f = dlsym(RTLD_NEXT, name);
+	Dl_info info;
 
+	if (!f)
+		f = resolve_local(name);
 	if (!f) {
 		fprintf(stderr, "libwsched-preload: %s not found in the libraries loaded after it\n",
 			name);
 		abort();
 	}
+	if (dladdr(f, &info) && info.dli_fname)
+		dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
 	return f;
 }
 

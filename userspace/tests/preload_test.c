@@ -839,6 +839,32 @@ TEST_F(preload, exec_inherits_the_preload_unless_told_not_to)
 	EXPECT_NE(NULL, strstr(self->r.out, "LD_PRELOAD=")) TH_LOG("%s", self->r.out);
 }
 
+/*
+ * A plugin that brings libgomp with it, opened, closed and opened again by
+ * a program that does not link libgomp: its omp locks are marked both
+ * times, and libgomp stays mapped after the first close (the preload keeps
+ * the addresses it resolved there).
+ */
+TEST_F(preload, dlopen_dlclose_of_a_library_using_omp_locks)
+{
+	char run_path[4200], prog[4200], plugin[4200], sock_opt[200];
+	char *argv[7];
+
+	snprintf(run_path, sizeof(run_path), "%s/bin/wsched-run", build_dir);
+	snprintf(prog, sizeof(prog), "%s/tests/native/preload_dlopen", build_dir);
+	snprintf(plugin, sizeof(plugin), "%s/tests/native/preload_plugin.so", build_dir);
+	snprintf(sock_opt, sizeof(sock_opt), "--hint-socket=%s", self->f.path);
+	argv[0] = run_path;
+	argv[1] = sock_opt;
+	argv[2] = "--quiet";
+	argv[3] = "--";
+	argv[4] = prog;
+	argv[5] = plugin;
+	argv[6] = NULL;
+	run(&self->r, argv, NULL);
+	EXPECT_SCENARIO_OK(&self->r);
+}
+
 TEST_F(preload, static_program_runs_with_a_warning_or_is_refused)
 {
 	char run_path[4200], stat_path[4200];
