@@ -40,6 +40,7 @@ static pthread_mutex_t proc_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ws_hint_slot *proc_slots;		/* the mapped array, or NULL */
 static int proc_sock = -1;
 static pthread_key_t exit_key;
+static int exit_key_err;		/* pthread_key_create's error, 0: the key exists */
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
@@ -70,7 +71,7 @@ static void thread_exit(void *arg)
 
 static void exit_key_setup(void)
 {
-	pthread_key_create(&exit_key, thread_exit);
+	exit_key_err = pthread_key_create(&exit_key, thread_exit);
 }
 
 /* Receive the hello and the map fd; returns the fd or -errno. */
@@ -114,7 +115,9 @@ static int recv_map(int sock)
 /* Connect and map once per process; returns 0 or -errno. Under proc_lock. */
 static int proc_connect(void)
 {
-	const char *path = getenv("WSCHED_HINT_SOCKET");
+	/* secure_getenv: a set-id program must not be pointed at another
+	 * socket by whoever started it. */
+	const char *path = secure_getenv("WSCHED_HINT_SOCKET");
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	struct timeval timeout = { .tv_sec = 1 };
 	void *m;
@@ -233,6 +236,11 @@ int ws_thread_register(void)
 		if (err)
 			return err;
 	}
+	/* Without the key a slot would never be released at thread exit:
+	 * stay unregistered instead. */
+	pthread_once(&exit_key_once, exit_key_setup);
+	if (exit_key_err)
+		return -exit_key_err;
 	tid = (uint32_t)syscall(SYS_gettid);
 	/* The probe window first (index 0 is the header, never a slot)... */
 	for (i = 0; i < WS_HINT_PROBE; i++) {
@@ -272,7 +280,6 @@ int ws_thread_register(void)
 	if (outside)
 		announce(slots, tid, idx);
 	_ws_hint_self = s;
-	pthread_once(&exit_key_once, exit_key_setup);
 	pthread_setspecific(exit_key, s);
 	return 0;
 }

@@ -77,7 +77,7 @@ static unsigned hot;
 
 static unsigned families_parse(void)
 {
-	const char *off = getenv("WSCHED_PRELOAD_OFF");
+	const char *off = secure_getenv("WSCHED_PRELOAD_OFF");
 	static const struct { const char *name; unsigned bit; } names[] = {
 		{ "locks", FAM_LOCKS }, { "omp", FAM_OMP },
 		{ "yield", FAM_YIELD }, { "inherit", FAM_INHERIT },
@@ -130,7 +130,7 @@ static __thread int in_register __attribute__((tls_model("initial-exec")));
 
 static void report(int err)
 {
-	const char *path = getenv("WSCHED_HINT_SOCKET");
+	const char *path = secure_getenv("WSCHED_HINT_SOCKET");
 	const char *why;
 
 	/* wsched-run asks for one line about the process it started, not about

@@ -195,6 +195,33 @@ TEST(full_probe_window_claims_elsewhere_and_full_array_gives_enospc)
 	fake_stop(&f);
 }
 
+/*
+ * With every pthread key taken, the slot could not be released at thread
+ * exit: registration refuses (-EAGAIN) instead of leaking the slot. In a
+ * fork child, whose keys the test may use up.
+ */
+TEST(no_thread_key_left_gives_eagain)
+{
+	static struct fake_loader f;
+	pthread_key_t k;
+	int status, n = 0;
+	pid_t pid;
+
+	ASSERT_EQ(0, fake_start(&f, WS_HINT_ABI_VERSION));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		while (pthread_key_create(&k, NULL) == 0)
+			n++;
+		if (n == 0)
+			_exit(3);
+		_exit(ws_thread_register() == -EAGAIN && !ws_thread_registered() ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) TH_LOG("status %#x", status);
+	fake_stop(&f);
+}
+
 TEST(loader_with_another_abi_version_gives_eproto)
 {
 	static struct fake_loader f;

@@ -43,12 +43,14 @@ extern "C" {
 
 /*
  * Register the calling thread with the scheduler: connect to its socket
- * once per process (WSCHED_HINT_SOCKET, default WS_HINT_SOCK_PATH), map the
- * process's slot array, claim a free slot (wsched/hint.h says which).
- * Returns 0 (also when already registered), -ENOENT/-ECONNREFUSED when no
- * scheduler serves hints, -EACCES when the socket is not ours to use,
- * -ENOSPC when every slot of the process is taken, -EPROTO on a version mismatch,
- * -ETIMEDOUT when the loader did not answer within 1 s.
+ * once per process (WSCHED_HINT_SOCKET, default WS_HINT_SOCK_PATH; the
+ * variable is ignored in a set-id program), map the process's slot array,
+ * claim a free slot (wsched/hint.h says which). Returns 0 (also when
+ * already registered), -ENOENT/-ECONNREFUSED when no scheduler serves
+ * hints, -EACCES when the socket is not ours to use, -ENOSPC when every
+ * slot of the process is taken, -EPROTO on a version mismatch, -ETIMEDOUT
+ * when the loader did not answer within 1 s, -EAGAIN/-ENOMEM when no
+ * thread-specific key was left for releasing the slot at thread exit.
  * On failure the thread keeps working with its private slot.
  * Pool workers register themselves; the slot is released at thread exit.
  */
