@@ -262,19 +262,36 @@ static void print_stats(struct scx_wsched *skel, int nr_cpus, bool json, double 
 	fflush(stdout);
 }
 
+/*
+ * The kernel's enum scx_exit_kind (the values of its ABI; the enum itself
+ * is in vmlinux.h, which only the BPF side includes). Kinds from
+ * EXIT_ERROR up are errors.
+ */
+enum exit_kind {
+	EXIT_NONE		= 0,
+	EXIT_DONE		= 1,
+	EXIT_UNREG		= 64,	/* user space unregistered us (our own exit) */
+	EXIT_UNREG_BPF		= 65,
+	EXIT_UNREG_KERN		= 66,
+	EXIT_SYSRQ		= 67,
+	EXIT_ERROR		= 1024,
+	EXIT_ERROR_BPF		= 1025,
+	EXIT_ERROR_STALL	= 1026,
+};
+
 static const char *exit_kind_name(int kind)
 {
 	switch (kind) {
-	case 0:		return "none";
-	case 1:		return "done";
-	case 64:	return "unregistered";
-	case 65:	return "unregistered by BPF";
-	case 66:	return "unregistered by the kernel";
-	case 67:	return "sysrq-S";
-	case 1024:	return "error";
-	case 1025:	return "BPF error";
-	case 1026:	return "stall";
-	default:	return kind >= 1024 ? "error" : "other";
+	case EXIT_NONE:		return "none";
+	case EXIT_DONE:		return "done";
+	case EXIT_UNREG:	return "unregistered";
+	case EXIT_UNREG_BPF:	return "unregistered by BPF";
+	case EXIT_UNREG_KERN:	return "unregistered by the kernel";
+	case EXIT_SYSRQ:	return "sysrq-S";
+	case EXIT_ERROR:	return "error";
+	case EXIT_ERROR_BPF:	return "BPF error";
+	case EXIT_ERROR_STALL:	return "stall";
+	default:		return kind >= EXIT_ERROR ? "error" : "other";
 	}
 }
 
@@ -515,7 +532,7 @@ int main(int argc, char **argv)
 		ei = &skel->data->uei;
 		if (stats_s)
 			print_stats(skel, nr_cpus, json, now_s() - t0);
-		if (ei->kind >= 1024 && skel->data_uei_dump->uei_dump[0])
+		if (ei->kind >= EXIT_ERROR && skel->data_uei_dump->uei_dump[0])
 			fprintf(stderr, "%s: kernel debug dump:\n%s\n", prog, skel->data_uei_dump->uei_dump);
 		fprintf(stderr, "%s: exit: %s", prog, ei->reason[0] ? ei->reason : "(no reason recorded)");
 		if (ei->msg[0])
@@ -526,7 +543,7 @@ int main(int argc, char **argv)
 		if (!exit_req && UEI_ECODE_RESTART(ei->exit_code)) {
 			fprintf(stderr, "%s: the kernel asked for a restart: loading again\n", prog);
 			restart = true;
-		} else if (ei->kind != 64 && ei->kind != 0) {
+		} else if (ei->kind != EXIT_UNREG && ei->kind != EXIT_NONE) {
 			/* Anything but our own unregister: the kernel ejected us. */
 			status = EX_EJECTED;
 		}
