@@ -192,13 +192,13 @@ static void *holder_main(void *arg)
 	kmod_pin(CPU);
 	lock_it(a);
 	a->holder_cpu = sched_getcpu();
-	a->held_s = ws_now();
+	a->held_s = wt_now();
 	atomic_store(&a->held, 1);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
 	do {		/* 100 ms of CPU time inside the section */
 		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
 	} while ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) < 100000000LL);
-	a->held_s = ws_now() - a->held_s;
+	a->held_s = wt_now() - a->held_s;
 	unlock_it(a);
 	return NULL;
 }
@@ -211,9 +211,9 @@ static void *waiter_main(void *arg)
 	while (!atomic_load(&a->held))
 		sched_yield();
 	a->waiter_cpu = sched_getcpu();
-	a->wait_s = ws_now();
+	a->wait_s = wt_now();
 	lock_it(a);
-	a->wait_s = ws_now() - a->wait_s;
+	a->wait_s = wt_now() - a->wait_s;
 	atomic_store(&a->got, 1);
 	unlock_it(a);
 	return NULL;
@@ -299,9 +299,9 @@ static pid_t scx_up(const char *log)
 {
 	const char *args[] = { "--stats", "3600", "--json", NULL };	/* after argv[0] */
 
-	if (access(ws_bin(), X_OK) || !ws_wait_state(false, 5))
+	if (access(wt_bin(), X_OK) || !wt_wait_state(false, 5))
 		return -1;
-	return ws_start(args, log, NULL);
+	return wt_start(args, log, NULL);
 }
 
 /*
@@ -320,12 +320,12 @@ static void scx_run(struct __test_metadata *_metadata, bool module, struct ws_wo
 	ASSERT_EQ(0, module ? kmod_ensure_loaded() : kmod_ensure_unloaded());
 	snprintf(log, sizeof(log), "/tmp/kmod_pool_test.scx.%d", getpid());
 	scx = scx_up(log);
-	ASSERT_LT(0, scx) TH_LOG("scx_wsched did not start (%s)", ws_bin());
+	ASSERT_LT(0, scx) TH_LOG("scx_wsched did not start (%s)", wt_bin());
 	err = run_pinned(WS_YIELD_AUTO, 30, st, used, &r);
-	ASSERT_EQ(0, ws_stop(scx));
+	ASSERT_EQ(0, wt_stop(scx));
 	ASSERT_EQ(0, err);
 	for (i = 0; i < n; i++)
-		vals[i] = ws_json_last(log, names[i]);
+		vals[i] = wt_json_last(log, names[i]);
 	unlink(log);
 	EXPECT_EQ(fib_ref(30), r);
 	TH_LOG("path %s: yields %llu, directed %llu, handed over %llu", ws_yield_path_name(*used),

@@ -466,18 +466,18 @@ TEST_F_TIMEOUT(sched, scx_wsched_directed_yield, 120)
 	 * as handed over is one where ops.yield's target was moved to the
 	 * caller's CPU and run next (all threads share one CPU: no boosts).
 	 */
-	yt = ws_json_last(self->log, "nr_yield_to");
-	handoff = ws_json_last(self->log, "nr_yield_to_handoff");
+	yt = wt_json_last(self->log, "nr_yield_to");
+	handoff = wt_json_last(self->log, "nr_yield_to_handoff");
 	TH_LOG("scx_wsched: nr_yield_to %lld, nr_yield_to_handoff %lld, nr_yield_to_boost %lld, "
 	       "nr_yield_to_unfair %lld; module: %lld yield_to calls, %ld + %d handed over",
-	       yt, handoff, ws_json_last(self->log, "nr_yield_to_boost"),
-	       ws_json_last(self->log, "nr_yield_to_unfair"),
+	       yt, handoff, wt_json_last(self->log, "nr_yield_to_boost"),
+	       wt_json_last(self->log, "nr_yield_to_unfair"),
 	       kmod_stat("nr_yield_to") - k0, atomic_load(&pp.handed_over_all), y.handed_over);
 	ASSERT_LE(0, handoff) TH_LOG("no final JSON counters in %s", self->log);
 	EXPECT_LE(yt, kmod_stat("nr_yield_to") - k0);
 	EXPECT_LE(handoff, yt);
 	EXPECT_LE((atomic_load(&pp.handed_over_all) + y.handed_over) * 9 / 10, handoff);
-	EXPECT_EQ(0, ws_json_last(self->log, "nr_yield_to_boost"));
+	EXPECT_EQ(0, wt_json_last(self->log, "nr_yield_to_boost"));
 }
 
 /*
@@ -515,9 +515,9 @@ TEST_F_TIMEOUT(sched, scx_wsched_yield_to_other_cpu, 120)
 	EXPECT_STREQ("enabled", state) TH_LOG("the scheduler was ejected; see %s", self->log);
 	EXPECT_EQ(0, scx_stop(self)) TH_LOG("scx_wsched exit status; see %s", self->log);
 
-	yt = ws_json_last(self->log, "nr_yield_to");
-	handoff = ws_json_last(self->log, "nr_yield_to_handoff");
-	boost = ws_json_last(self->log, "nr_yield_to_boost");
+	yt = wt_json_last(self->log, "nr_yield_to");
+	handoff = wt_json_last(self->log, "nr_yield_to_handoff");
+	boost = wt_json_last(self->log, "nr_yield_to_boost");
 	TH_LOG("scx_wsched: nr_yield_to %lld, handoff %lld, boost %lld; module: %lld calls, %lld accepted",
 	       yt, handoff, boost, kmod_stat("nr_yield_to") - k0, accepted);
 	ASSERT_LE(0, handoff) TH_LOG("no final JSON counters in %s", self->log);

@@ -128,7 +128,7 @@ static int read_stats(struct wsched_stats *out)
 
 static bool wait_gone(pid_t tgid, double timeout)
 {
-	double end = ws_now() + timeout;
+	double end = wt_now() + timeout;
 	int fd;
 
 	do {
@@ -136,8 +136,8 @@ static bool wait_gone(pid_t tgid, double timeout)
 		if (fd < 0)
 			return true;
 		close(fd);
-		ws_sleep(0.05);
-	} while (ws_now() < end);
+		wt_sleep(0.05);
+	} while (wt_now() < end);
 	return false;
 }
 
@@ -184,14 +184,14 @@ out:
 /* Wait until the scheduler's hint_procs_live reads @want; its last value. */
 static __u32 wait_live(__u32 want, double timeout)
 {
-	double end = ws_now() + timeout;
+	double end = wt_now() + timeout;
 	__u32 v = ~0u;
 
 	do {
 		if (!bss_u32("hint_procs_live", &v) && v == want)
 			break;
-		ws_sleep(0.05);
-	} while (ws_now() < end);
+		wt_sleep(0.05);
+	} while (wt_now() < end);
 	return v;
 }
 
@@ -220,12 +220,12 @@ static void *shared_mem(size_t len)
 
 static bool wait_flag(volatile int *flag, int val, double timeout)
 {
-	double end = ws_now() + timeout;
+	double end = wt_now() + timeout;
 
 	while (*flag != val) {
-		if (ws_now() > end)
+		if (wt_now() > end)
 			return false;
-		ws_sleep(0.01);
+		wt_sleep(0.01);
 	}
 	return true;
 }
@@ -245,13 +245,13 @@ FIXTURE_SETUP(hint)
 		SKIP(return, "needs at least 3 online CPUs");
 	ASSERT_NE(NULL, g) TH_LOG("no group 'users' in this system");
 	self->users_gid = g->gr_gid;
-	self->pid = ws_shared_start(args, OUT_FILE, ERR_FILE);
+	self->pid = wt_shared_start(args, OUT_FILE, ERR_FILE);
 	ASSERT_LT(0, self->pid)
 		TH_LOG("scx_wsched did not become enabled (or another scheduler was loaded)");
 }
 
 /*
- * Both fixtures share one loader among their tests (ws_shared_start(); the
+ * Both fixtures share one loader among their tests (wt_shared_start(); the
  * counters the tests check are differences over their own runs). After
  * each test the loader must still run with the scheduler enabled; if not,
  * that test fails and the next one loads a new one. The last test of each
@@ -261,16 +261,16 @@ static void check_loader(struct __test_metadata *_metadata, pid_t pid)
 {
 	if (pid <= 0)
 		return;
-	EXPECT_TRUE(ws_shared_alive()) TH_LOG("the shared loader exited during the test");
-	EXPECT_TRUE(ws_enabled()) TH_LOG("the scheduler was not enabled at the end of the test");
+	EXPECT_TRUE(wt_shared_alive()) TH_LOG("the shared loader exited during the test");
+	EXPECT_TRUE(wt_enabled()) TH_LOG("the scheduler was not enabled at the end of the test");
 }
 
 /* The shared loader exits 0 and removes its socket. */
 static void stop_loader(struct __test_metadata *_metadata)
 {
-	EXPECT_EQ(0, ws_shared_stop());
+	EXPECT_EQ(0, wt_shared_stop());
 	EXPECT_NE(0, access(WS_HINT_SOCK_PATH, F_OK)) TH_LOG("the loader left its socket behind");
-	EXPECT_TRUE(ws_wait_state(false, 10)) TH_LOG("still enabled after the loader exited");
+	EXPECT_TRUE(wt_wait_state(false, 10)) TH_LOG("still enabled after the loader exited");
 }
 
 FIXTURE_TEARDOWN(hint)
@@ -300,14 +300,14 @@ struct reg_arg {
 static double pair_ns(void)
 {
 	long n = 2000000, i;
-	double t0 = ws_now();
+	double t0 = wt_now();
 
 	for (i = 0; i < n; i++) {
 		ws_critical_enter();
 		__asm__ __volatile__("" ::: "memory");
 		ws_critical_exit();
 	}
-	return (ws_now() - t0) * 1e9 / n;
+	return (wt_now() - t0) * 1e9 / n;
 }
 
 static void *reg_thread(void *p)
@@ -323,7 +323,7 @@ static void *reg_thread(void *p)
 		sh->ns_per_pair = pair_ns();
 	__atomic_fetch_add(&sh->ready[a->proc], 1, __ATOMIC_SEQ_CST);
 	while (!__atomic_load_n(&sh->go_exit, __ATOMIC_SEQ_CST))
-		ws_sleep(0.01);
+		wt_sleep(0.01);
 	return NULL;	/* the thread-exit destructor releases the slot */
 }
 
@@ -453,7 +453,7 @@ TEST_F_TIMEOUT(hint, thousand_threads_of_one_process_all_registered, 180)
 	int fd, i, st, bad = 0;
 
 	ASSERT_NE(NULL, sh);
-	refused0 = ws_json_fresh(OUT_FILE, "hint_threads_refused", 10);
+	refused0 = wt_json_fresh(OUT_FILE, "hint_threads_refused", 10);
 	ASSERT_LE(0, refused0);
 	kid = fork();
 	ASSERT_LE(0, kid);
@@ -498,14 +498,14 @@ TEST_F_TIMEOUT(hint, thousand_threads_of_one_process_all_registered, 180)
 	ASSERT_LE(0, fd);
 	EXPECT_EQ(WS_HINT_NR_SLOTS - 1, slots_owned(fd));
 	close(fd);
-	refused1 = ws_json_fresh(OUT_FILE, "hint_threads_refused", 10);
+	refused1 = wt_json_fresh(OUT_FILE, "hint_threads_refused", 10);
 	TH_LOG("hint_threads_refused %lld -> %lld", refused0, refused1);
 	EXPECT_EQ(refused0 + 1, refused1);
 	sh->go_exit = 1;
 	ASSERT_EQ(kid, waitpid(kid, &st, 0));
 	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("status %#x", st);
 	/* the departed process's refusal stays counted */
-	EXPECT_EQ(refused1, ws_json_fresh(OUT_FILE, "hint_threads_refused", 10));
+	EXPECT_EQ(refused1, wt_json_fresh(OUT_FILE, "hint_threads_refused", 10));
 }
 
 /* ------------------------------------------------ pool workers */
@@ -538,8 +538,8 @@ TEST_F_TIMEOUT(hint, pool_workers_register_and_publish_parked, 60)
 	attr.no_spin = true;
 	ASSERT_EQ(0, ws_pool_create(&pool, &attr));
 	fd = -1;
-	end = ws_now() + 10;
-	while (ws_now() < end) {	/* workers start, find nothing, park */
+	end = wt_now() + 10;
+	while (wt_now() < end) {	/* workers start, find nothing, park */
 		if (fd < 0)
 			fd = slots_of(getpid());
 		if (fd >= 0) {
@@ -547,7 +547,7 @@ TEST_F_TIMEOUT(hint, pool_workers_register_and_publish_parked, 60)
 			if (owned == 6 && parked == 6)
 				break;
 		}
-		ws_sleep(0.05);
+		wt_sleep(0.05);
 	}
 	ASSERT_LE(0, fd) TH_LOG("the pool's process has no hint_procs entry");
 	EXPECT_EQ(6, owned);
@@ -638,14 +638,14 @@ TEST(bad_hint_args_fail)
 	int lines;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		EXPECT_EQ(2, ws_run(cases[i], ERR_FILE)) TH_LOG("case %s %s", cases[i][0], cases[i][1]);
+		EXPECT_EQ(2, wt_run(cases[i], ERR_FILE)) TH_LOG("case %s %s", cases[i][0], cases[i][1]);
 		f = fopen(ERR_FILE, "r");
 		ASSERT_NE(NULL, f);
 		for (lines = 0; fgets(line, sizeof(line), f); lines++)
 			;
 		fclose(f);
 		EXPECT_EQ(1, lines) TH_LOG("case %s %s: %d lines on stderr", cases[i][0], cases[i][1], lines);
-		EXPECT_TRUE(ws_wait_state(false, 1));
+		EXPECT_TRUE(wt_wait_state(false, 1));
 	}
 }
 
@@ -659,11 +659,11 @@ TEST(loader_in_a_pid_namespace_fails)
 	char cmd[PATH_MAX + 128];
 	int st;
 
-	snprintf(cmd, sizeof(cmd), "unshare --pid --fork %s 2>%s", ws_bin(), ERR_FILE);
+	snprintf(cmd, sizeof(cmd), "unshare --pid --fork %s 2>%s", wt_bin(), ERR_FILE);
 	st = system(cmd);
 	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1) TH_LOG("status %#x", st);
-	EXPECT_TRUE(ws_file_contains(ERR_FILE, "PID namespace other than the initial one"));
-	EXPECT_TRUE(ws_wait_state(false, 1));
+	EXPECT_TRUE(wt_file_contains(ERR_FILE, "PID namespace other than the initial one"));
+	EXPECT_TRUE(wt_wait_state(false, 1));
 }
 
 /* A socket directory others can write to is refused (status 1). */
@@ -673,9 +673,9 @@ TEST(unsafe_socket_directory_fails)
 
 	mkdir("/tmp/wsched-unsafe", 0777);
 	ASSERT_EQ(0, chmod("/tmp/wsched-unsafe", 0777));
-	EXPECT_EQ(1, ws_run(args, ERR_FILE));
-	EXPECT_TRUE(ws_file_contains(ERR_FILE, "must be a directory owned by root and writable only by root"));
-	EXPECT_TRUE(ws_wait_state(false, 1));
+	EXPECT_EQ(1, wt_run(args, ERR_FILE));
+	EXPECT_TRUE(wt_file_contains(ERR_FILE, "must be a directory owned by root and writable only by root"));
+	EXPECT_TRUE(wt_wait_state(false, 1));
 	rmdir("/tmp/wsched-unsafe");
 }
 
@@ -688,8 +688,8 @@ TEST(default_socket_is_root_only)
 	pid_t loader, kid;
 	int status;
 
-	ASSERT_TRUE(ws_wait_state(false, 10)) TH_LOG("a sched_ext scheduler is loaded before the test");
-	loader = ws_start(args, NULL, ERR_FILE);
+	ASSERT_TRUE(wt_wait_state(false, 10)) TH_LOG("a sched_ext scheduler is loaded before the test");
+	loader = wt_start(args, NULL, ERR_FILE);
 	ASSERT_LT(0, loader) TH_LOG("scx_wsched did not become enabled");
 	EXPECT_EQ(0, stat(WS_HINT_SOCK_PATH, &st));
 	EXPECT_EQ(0600, st.st_mode & 0777);
@@ -702,7 +702,7 @@ TEST(default_socket_is_root_only)
 		_exit(ws_thread_register() == 0 ? 0 : 1);
 	ASSERT_EQ(kid, waitpid(kid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) TH_LOG("root could not register");
-	EXPECT_EQ(0, ws_stop(loader));
+	EXPECT_EQ(0, wt_stop(loader));
 	EXPECT_NE(0, access(WS_HINT_SOCK_PATH, F_OK)) TH_LOG("the loader left its socket behind");
 }
 
@@ -792,8 +792,8 @@ static void spinner(struct spin_shared *sh, enum spin_mode mode)
 
 		if (mode >= SPIN_CS_SHORT)
 			ws_critical_enter();
-		end = ws_now() + 200e-6;
-		while (ws_now() < end)
+		end = wt_now() + 200e-6;
+		while (wt_now() < end)
 			;
 		if (mode == SPIN_CS_FORGED)
 			__atomic_store_n(&((struct ws_hint_slot *)ws_thread_slot())->grace_pending,
@@ -801,11 +801,11 @@ static void spinner(struct spin_shared *sh, enum spin_mode mode)
 		if (mode >= SPIN_CS_SHORT) {
 			ws_critical_exit();
 			sh->sections++;
-			end = ws_now() + 100e-6;
-			while (ws_now() < end)
+			end = wt_now() + 100e-6;
+			while (wt_now() < end)
 				;
 		}
-		sh->cpu_ns = ws_thread_ns();
+		sh->cpu_ns = wt_thread_ns();
 	}
 }
 
@@ -873,7 +873,7 @@ static pid_t start_spinner(struct spin_shared *sh, enum spin_mode mode)
 /* A spinner in @mode and a nice-0 hog, both on HOG_CPU. */
 struct beside_hog {
 	struct spin_shared *sh;
-	struct ws_hogs hogs;
+	struct wt_hogs hogs;
 	pid_t kid;
 };
 
@@ -883,7 +883,7 @@ static void beside_hog_stop(struct beside_hog *b)
 		kill(b->kid, SIGKILL);
 		waitpid(b->kid, NULL, 0);
 	}
-	ws_hogs_stop(&b->hogs);
+	wt_hogs_stop(&b->hogs);
 	if (b->sh)
 		munmap(b->sh, sizeof(*b->sh));
 }
@@ -895,12 +895,12 @@ static int beside_hog_start(struct beside_hog *b, enum spin_mode mode)
 
 	memset(b, 0, sizeof(*b));
 	b->sh = shared_mem(sizeof(*b->sh));
-	if (!b->sh || ws_hogs_init(&b->hogs))
+	if (!b->sh || wt_hogs_init(&b->hogs))
 		goto fail;
 	b->kid = start_spinner(b->sh, mode);
 	CPU_ZERO(&one);
 	CPU_SET(HOG_CPU, &one);
-	if (b->kid > 0 && wait_flag(&b->sh->ready, 1, 20) && ws_hog_start(&b->hogs, 0, &one) >= 0)
+	if (b->kid > 0 && wait_flag(&b->sh->ready, 1, 20) && wt_hog_start(&b->hogs, 0, &one) >= 0)
 		return 0;
 fail:
 	beside_hog_stop(b);
@@ -915,18 +915,18 @@ TEST_F_TIMEOUT(hint, foreign_tids_in_own_slots_give_no_grace, 60)
 	struct ws_hint_slot sl = {};
 	__u32 idx;
 	int fd;
-	struct ws_hogs hogs;
+	struct wt_hogs hogs;
 	cpu_set_t one;
 	pid_t vkid, akid;
 
 	ASSERT_NE(NULL, victim);
-	ASSERT_EQ(0, ws_hogs_init(&hogs));
+	ASSERT_EQ(0, wt_hogs_init(&hogs));
 	vkid = start_spinner(victim, SPIN_PLAIN);
 	ASSERT_LT(0, vkid);
 	ASSERT_TRUE(wait_flag(&victim->ready, 1, 20));
 	CPU_ZERO(&one);
 	CPU_SET(HOG_CPU, &one);
-	ASSERT_LE(0, ws_hog_start(&hogs, 0, &one));	/* competes with the victim */
+	ASSERT_LE(0, wt_hog_start(&hogs, 0, &one));	/* competes with the victim */
 	idx = victim->tid % WS_HINT_NR_SLOTS;
 
 	akid = fork();
@@ -955,7 +955,7 @@ TEST_F_TIMEOUT(hint, foreign_tids_in_own_slots_give_no_grace, 60)
 	}
 	ASSERT_TRUE(wait_flag(atk_ready, 1, 20)) TH_LOG("the attacker could not register");
 	ASSERT_EQ(0, read_stats(&s0));
-	ws_sleep(3);
+	wt_sleep(3);
 	ASSERT_EQ(0, read_stats(&s1));
 	/* The attack did land in the attacker's own array, where the
 	 * scheduler looks only for the attacker's threads. */
@@ -969,7 +969,7 @@ TEST_F_TIMEOUT(hint, foreign_tids_in_own_slots_give_no_grace, 60)
 	kill(vkid, SIGKILL);
 	waitpid(akid, NULL, 0);
 	waitpid(vkid, NULL, 0);
-	ws_hogs_stop(&hogs);
+	wt_hogs_stop(&hogs);
 	TH_LOG("grace granted %llu, overrun %llu, malformed %llu",
 	       (unsigned long long)(s1.nr_grace_granted - s0.nr_grace_granted),
 	       (unsigned long long)(s1.nr_grace_overrun - s0.nr_grace_overrun),
@@ -988,12 +988,12 @@ TEST_F_TIMEOUT(hint, malformed_own_slot_is_counted_and_ignored, 60)
 {
 	volatile int *ready = shared_mem(sizeof(int));
 	struct wsched_stats s0, s1;
-	struct ws_hogs hogs;
+	struct wt_hogs hogs;
 	cpu_set_t one;
 	pid_t kid;
 
 	ASSERT_NE(NULL, ready);
-	ASSERT_EQ(0, ws_hogs_init(&hogs));
+	ASSERT_EQ(0, wt_hogs_init(&hogs));
 	kid = fork();
 	ASSERT_LE(0, kid);
 	if (!kid) {
@@ -1019,19 +1019,19 @@ TEST_F_TIMEOUT(hint, malformed_own_slot_is_counted_and_ignored, 60)
 	ASSERT_TRUE(wait_flag(ready, 1, 20)) TH_LOG("the hostile child could not register");
 	CPU_ZERO(&one);
 	CPU_SET(HOG_CPU, &one);
-	ASSERT_LE(0, ws_hog_start(&hogs, 0, &one));
+	ASSERT_LE(0, wt_hog_start(&hogs, 0, &one));
 	ASSERT_EQ(0, read_stats(&s0));
-	ws_sleep(3);
+	wt_sleep(3);
 	ASSERT_EQ(0, read_stats(&s1));
 	kill(kid, SIGKILL);
 	waitpid(kid, NULL, 0);
-	ws_hogs_stop(&hogs);
+	wt_hogs_stop(&hogs);
 	TH_LOG("malformed %llu, grace granted %llu",
 	       (unsigned long long)(s1.nr_hint_malformed - s0.nr_hint_malformed),
 	       (unsigned long long)(s1.nr_grace_granted - s0.nr_grace_granted));
 	EXPECT_LT(s0.nr_hint_malformed, s1.nr_hint_malformed);
 	EXPECT_EQ(s0.nr_grace_granted, s1.nr_grace_granted);
-	EXPECT_TRUE(ws_enabled());
+	EXPECT_TRUE(wt_enabled());
 }
 
 /*
@@ -1119,7 +1119,7 @@ TEST_F_TIMEOUT(hint, random_bytes_in_every_slot_under_stress_change_nothing_fata
 	snprintf(cmd, sizeof(cmd), "stress-ng --cpu %ld --fork %ld --affinity %ld --timeout %lds --quiet",
 		 ncpu, ncpu, ncpu, secs);
 	ASSERT_EQ(0, read_stats(&s0));
-	t0 = ws_now();
+	t0 = wt_now();
 	stress = fork();
 	ASSERT_LE(0, stress);
 	if (!stress) {
@@ -1127,7 +1127,7 @@ TEST_F_TIMEOUT(hint, random_bytes_in_every_slot_under_stress_change_nothing_fata
 		_exit(127);
 	}
 	ASSERT_EQ(stress, waitpid(stress, &st, 0));
-	TH_LOG("%s: ran %.0f s", cmd, ws_now() - t0);
+	TH_LOG("%s: ran %.0f s", cmd, wt_now() - t0);
 	ASSERT_EQ(0, read_stats(&s1));
 	EXPECT_EQ(0, waitpid(kid, NULL, WNOHANG)) TH_LOG("the writer died");
 	kill(kid, SIGKILL);
@@ -1143,9 +1143,9 @@ TEST_F_TIMEOUT(hint, random_bytes_in_every_slot_under_stress_change_nothing_fata
 	       (unsigned long long)(s1.nr_worker_idle_kicks - s0.nr_worker_idle_kicks),
 	       (unsigned long long)(s1.nr_worker_pulled - s0.nr_worker_pulled));
 	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("stress-ng status %#x", st);
-	EXPECT_LE(secs, ws_now() - t0 + 1);
-	EXPECT_TRUE(ws_enabled()) TH_LOG("the scheduler was ejected");
-	EXPECT_TRUE(ws_shared_alive()) TH_LOG("the loader exited");
+	EXPECT_LE(secs, wt_now() - t0 + 1);
+	EXPECT_TRUE(wt_enabled()) TH_LOG("the scheduler was ejected");
+	EXPECT_TRUE(wt_shared_alive()) TH_LOG("the loader exited");
 	EXPECT_LT(s0.nr_hint_malformed, s1.nr_hint_malformed) TH_LOG("no garbage reached the scheduler");
 }
 
@@ -1170,7 +1170,7 @@ static int cs_short_run(struct cs_short *r, enum spin_mode mode)
 		return -1;
 	if (read_stats(&s0))
 		goto out;
-	ws_sleep(3);
+	wt_sleep(3);
 	if (read_stats(&s1))
 		goto out;
 	r->sections = b.sh->sections;
@@ -1223,11 +1223,11 @@ TEST_F_TIMEOUT(hint, grace_granted_to_a_slot_outside_the_probe_window, 60)
 	struct cs_short r;
 	int ret;
 
-	a0 = ws_json_fresh(OUT_FILE, "nr_hint_announced", 10);
+	a0 = wt_json_fresh(OUT_FILE, "nr_hint_announced", 10);
 	spin_window_taken = true;
 	ret = cs_short_run(&r, SPIN_CS_SHORT);
 	spin_window_taken = false;
-	a1 = ws_json_fresh(OUT_FILE, "nr_hint_announced", 10);
+	a1 = wt_json_fresh(OUT_FILE, "nr_hint_announced", 10);
 	ASSERT_EQ(0, ret);
 	CS_SHORT_LOG(r);
 	TH_LOG("nr_hint_announced %lld -> %lld", a0, a1);
@@ -1298,13 +1298,13 @@ static int cs_forever_run(struct cs_forever *r)
 
 	if (beside_hog_start(&b, SPIN_CS_FOREVER))
 		return -1;
-	ws_sleep(0.5);
+	wt_sleep(0.5);
 	if (read_stats(&r->s0))
 		goto out;
-	ws_hogs_snapshot(&b.hogs, h0);
+	wt_hogs_snapshot(&b.hogs, h0);
 	c0 = b.sh->cpu_ns;
-	ws_sleep(secs);
-	ws_hogs_snapshot(&b.hogs, h1);
+	wt_sleep(secs);
+	wt_hogs_snapshot(&b.hogs, h1);
 	c1 = b.sh->cpu_ns;
 	if (read_stats(&r->s1))
 		goto out;
@@ -1558,7 +1558,7 @@ static int demo_run(struct __test_metadata *_metadata, double *ratio,
 			return -1;
 	ok = wait_flag(&d.ready, 2, 10);
 	if (ok)
-		ws_sleep(3.0);
+		wt_sleep(3.0);
 	d.stop = 1;
 	for (i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
@@ -1627,7 +1627,7 @@ TEST_F_TIMEOUT(hint, endless_critical_section_gains_at_most_5pct, 60)
 			share_child(sh, i, i == 1);
 	}
 	ASSERT_TRUE(wait_flag(&sh->ready, 2, 10));
-	ws_sleep(5.0);
+	wt_sleep(5.0);
 	sh->stop = 1;
 	for (i = 0; i < 2; i++) {
 		ASSERT_EQ(pid[i], waitpid(pid[i], &st, 0));
@@ -1686,13 +1686,13 @@ static void *pref_thread(void *arg)
 	__atomic_fetch_add(&a->d->ready, 1, __ATOMIC_SEQ_CST);
 	while (!a->d->go)
 		;
-	t0 = ws_now();
+	t0 = wt_now();
 	while (!a->d->stop)
 		;
 	if (a->state == WS_HINT_WORKER) {
 		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 		a->d->w_cpu_ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-		a->d->w_wall = ws_now() - t0;
+		a->d->w_wall = wt_now() - t0;
 	}
 	ws_thread_unregister();
 	return NULL;
@@ -1739,7 +1739,7 @@ static int pref_run(struct __test_metadata *_metadata, bool same_process, bool o
 		pid[1] = pref_child(d, false, true, one_cpu);
 	if (wait_flag(&d->ready, one_cpu ? 2 : 3, 10)) {
 		d->go = 1;
-		ws_sleep(3.0);
+		wt_sleep(3.0);
 		ok = 1;
 	}
 	d->go = 1;
@@ -1919,7 +1919,7 @@ TEST_F_TIMEOUT(hint, thief_and_worker_claims_gain_no_cpu, 60)
 	ok = wait_flag(&d->ready, 4, 10);
 	d->go = 1;
 	if (ok)
-		ws_sleep(3.0);
+		wt_sleep(3.0);
 	d->stop = 1;
 	for (i = 0; i < 2; i++) {
 		EXPECT_EQ(pid[i], waitpid(pid[i], &st, 0));
@@ -1962,7 +1962,7 @@ FIXTURE_SETUP(observe)
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 3)
 		SKIP(return, "needs at least 3 online CPUs");
-	self->pid = ws_shared_start(args, OUT_FILE, ERR_FILE);
+	self->pid = wt_shared_start(args, OUT_FILE, ERR_FILE);
 	ASSERT_LT(0, self->pid)
 		TH_LOG("scx_wsched --hints-observe did not become enabled (or another scheduler was loaded)");
 }

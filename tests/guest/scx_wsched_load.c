@@ -59,7 +59,7 @@ static void set_online(int cpu, bool on)
 	char path[96];
 
 	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
-	ws_write_str(path, on ? "1" : "0");
+	wt_write_str(path, on ? "1" : "0");
 }
 
 /*
@@ -88,13 +88,13 @@ FIXTURE_SETUP(load)
 {
 	self->pid = 0;
 	self->offlined = 0;
-	ASSERT_TRUE(ws_wait_state(false, 10)) TH_LOG("a sched_ext scheduler is loaded before the test");
+	ASSERT_TRUE(wt_wait_state(false, 10)) TH_LOG("a sched_ext scheduler is loaded before the test");
 }
 
 FIXTURE_TEARDOWN(load)
 {
 	if (self->pid > 0 && waitpid(self->pid, NULL, WNOHANG) == 0)
-		ws_stop(self->pid);
+		wt_stop(self->pid);
 	for (; self->offlined > 0; self->offlined--)
 		set_online(self->offlined, true);
 }
@@ -112,7 +112,7 @@ TEST_F_TIMEOUT(load, load_unload_20, LOAD_CYCLES_BUDGET + LOAD_CYCLES_MIN * 30)
 {
 	const char *args[] = { NULL };
 	int i, n = sysconf(_SC_NPROCESSORS_ONLN);
-	double t0 = ws_now();
+	double t0 = wt_now();
 
 	if (under_mttcg()) {
 		TH_LOG("multi-threaded TCG: CPUs 1..%d offline for the cycles (stale-int3 workaround)", n - 1);
@@ -123,17 +123,17 @@ TEST_F_TIMEOUT(load, load_unload_20, LOAD_CYCLES_BUDGET + LOAD_CYCLES_MIN * 30)
 		}
 	}
 	for (i = 0; i < LOAD_CYCLES; i++) {
-		if (i >= LOAD_CYCLES_MIN && ws_now() - t0 > LOAD_CYCLES_BUDGET) {
+		if (i >= LOAD_CYCLES_MIN && wt_now() - t0 > LOAD_CYCLES_BUDGET) {
 			TH_LOG("%d of %d cycles in %.0f s (a slow host): stopping here", i, LOAD_CYCLES,
-			       ws_now() - t0);
+			       wt_now() - t0);
 			break;
 		}
-		self->pid = ws_start(args, NULL, ERR_FILE);
+		self->pid = wt_start(args, NULL, ERR_FILE);
 		ASSERT_LT(0, self->pid) TH_LOG("round %d: scheduler never became enabled", i);
-		ASSERT_EQ(0, ws_stop(self->pid)) TH_LOG("round %d: loader exit status", i);
+		ASSERT_EQ(0, wt_stop(self->pid)) TH_LOG("round %d: loader exit status", i);
 		self->pid = 0;
-		ASSERT_TRUE(ws_wait_state(false, 10)) TH_LOG("round %d: still enabled after exit", i);
-		ASSERT_TRUE(ws_file_contains(ERR_FILE, "unregistered from user space"))
+		ASSERT_TRUE(wt_wait_state(false, 10)) TH_LOG("round %d: still enabled after exit", i);
+		ASSERT_TRUE(wt_file_contains(ERR_FILE, "unregistered from user space"))
 			TH_LOG("round %d: no exit reason printed", i);
 	}
 }
@@ -144,14 +144,14 @@ TEST_F(load, version_and_help)
 	const char *v[] = { "--version", NULL }, *h[] = { "--help", NULL };
 	pid_t pid;
 
-	pid = ws_proc_spawn(v, ERR_FILE, NULL);
-	ASSERT_EQ(0, ws_wait_exit(pid, 10));
-	EXPECT_TRUE(ws_file_contains(ERR_FILE, "scx_wsched 0."));
-	pid = ws_proc_spawn(h, ERR_FILE, NULL);
-	ASSERT_EQ(0, ws_wait_exit(pid, 10));
-	EXPECT_TRUE(ws_file_contains(ERR_FILE, "--slice-us N"));
-	EXPECT_TRUE(ws_file_contains(ERR_FILE, "--stats SECONDS"));
-	EXPECT_TRUE(ws_file_contains(ERR_FILE, "--hints-observe"));
+	pid = wt_proc_spawn(v, ERR_FILE, NULL);
+	ASSERT_EQ(0, wt_wait_exit(pid, 10));
+	EXPECT_TRUE(wt_file_contains(ERR_FILE, "scx_wsched 0."));
+	pid = wt_proc_spawn(h, ERR_FILE, NULL);
+	ASSERT_EQ(0, wt_wait_exit(pid, 10));
+	EXPECT_TRUE(wt_file_contains(ERR_FILE, "--slice-us N"));
+	EXPECT_TRUE(wt_file_contains(ERR_FILE, "--stats SECONDS"));
+	EXPECT_TRUE(wt_file_contains(ERR_FILE, "--hints-observe"));
 }
 
 /* --stats with --json prints one JSON object per line, with the counters. */
@@ -159,14 +159,14 @@ TEST_F_TIMEOUT(load, stats_json, 60)
 {
 	const char *args[] = { "--stats", "1", "--json", NULL };
 	const char *out = "/tmp/scx_wsched_json.out";
-	self->pid = ws_start(args, out, ERR_FILE);
+	self->pid = wt_start(args, out, ERR_FILE);
 	ASSERT_LT(0, self->pid);
-	ws_sleep(1.5);
-	ASSERT_EQ(0, ws_stop(self->pid));
+	wt_sleep(1.5);
+	ASSERT_EQ(0, wt_stop(self->pid));
 	self->pid = 0;
-	EXPECT_LT(0, ws_json_last(out, "nr_enqueued") + ws_json_last(out, "nr_direct_dispatch"));
-	EXPECT_LE(0, ws_json_last(out, "nr_steals"));
-	EXPECT_LE(0, ws_json_last(out, "nr_keep_running"));
+	EXPECT_LT(0, wt_json_last(out, "nr_enqueued") + wt_json_last(out, "nr_direct_dispatch"));
+	EXPECT_LE(0, wt_json_last(out, "nr_steals"));
+	EXPECT_LE(0, wt_json_last(out, "nr_keep_running"));
 }
 
 /* Out-of-range or malformed arguments: status 2, nothing loaded. */
@@ -189,9 +189,9 @@ TEST_F(load, bad_args_fail)
 	unsigned int i;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		EXPECT_EQ(2, ws_run(cases[i], ERR_FILE)) TH_LOG("case %u: %s %s", i, cases[i][0],
+		EXPECT_EQ(2, wt_run(cases[i], ERR_FILE)) TH_LOG("case %u: %s %s", i, cases[i][0],
 								cases[i][1] ?: "");
-		EXPECT_TRUE(ws_wait_state(false, 1));
+		EXPECT_TRUE(wt_wait_state(false, 1));
 	}
 }
 
@@ -211,15 +211,15 @@ TEST_F(load, hints_observe_with_no_hints_fail)
 	int lines;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		EXPECT_EQ(2, ws_run(cases[i], ERR_FILE)) TH_LOG("case %s %s", cases[i][0], cases[i][1]);
-		EXPECT_TRUE(ws_file_contains(ERR_FILE, "--hints-observe excludes --no-hints"));
+		EXPECT_EQ(2, wt_run(cases[i], ERR_FILE)) TH_LOG("case %s %s", cases[i][0], cases[i][1]);
+		EXPECT_TRUE(wt_file_contains(ERR_FILE, "--hints-observe excludes --no-hints"));
 		f = fopen(ERR_FILE, "r");
 		ASSERT_NE(NULL, f);
 		for (lines = 0; fgets(line, sizeof(line), f); lines++)
 			;
 		fclose(f);
 		EXPECT_EQ(1, lines) TH_LOG("case %s %s: %d lines on stderr", cases[i][0], cases[i][1], lines);
-		EXPECT_TRUE(ws_wait_state(false, 1));
+		EXPECT_TRUE(wt_wait_state(false, 1));
 	}
 }
 
@@ -236,14 +236,14 @@ TEST_F(load, not_root_fail)
 		dup2(e, 2);
 		if (setgid(65534) || setuid(65534))
 			_exit(100);
-		execl(ws_bin(), ws_bin(), (char *)NULL);
+		execl(wt_bin(), wt_bin(), (char *)NULL);
 		_exit(127);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &st, 0));
 	ASSERT_TRUE(WIFEXITED(st));
 	EXPECT_EQ(3, WEXITSTATUS(st));
-	EXPECT_TRUE(ws_file_contains(ERR_FILE, "must run as root"));
-	EXPECT_TRUE(ws_wait_state(false, 1));
+	EXPECT_TRUE(wt_file_contains(ERR_FILE, "must run as root"));
+	EXPECT_TRUE(wt_wait_state(false, 1));
 }
 
 /*
@@ -256,24 +256,24 @@ TEST_F(load, no_sched_ext_fail)
 	int rc;
 
 	setenv("WSCHED_SCX_SYSFS", "/nonexistent/sched_ext", 1);
-	rc = ws_run(args, ERR_FILE);
+	rc = wt_run(args, ERR_FILE);
 	unsetenv("WSCHED_SCX_SYSFS");
 	EXPECT_EQ(4, rc);
-	EXPECT_TRUE(ws_file_contains(ERR_FILE, "no sched_ext"));
-	EXPECT_TRUE(ws_wait_state(false, 1));
+	EXPECT_TRUE(wt_file_contains(ERR_FILE, "no sched_ext"));
+	EXPECT_TRUE(wt_wait_state(false, 1));
 }
 
 /* A second loader while one runs: status 5; the first keeps running. */
 TEST_F_TIMEOUT(load, already_loaded_fail, 90)
 {
 	const char *args[] = { NULL };
-	self->pid = ws_start(args, NULL, NULL);
+	self->pid = wt_start(args, NULL, NULL);
 	ASSERT_LT(0, self->pid);
-	EXPECT_EQ(5, ws_run(args, ERR_FILE));
-	EXPECT_TRUE(ws_file_contains(ERR_FILE, "another sched_ext scheduler is loaded"));
-	EXPECT_TRUE(ws_enabled());
+	EXPECT_EQ(5, wt_run(args, ERR_FILE));
+	EXPECT_TRUE(wt_file_contains(ERR_FILE, "another sched_ext scheduler is loaded"));
+	EXPECT_TRUE(wt_enabled());
 	EXPECT_EQ(0, waitpid(self->pid, NULL, WNOHANG)) TH_LOG("first loader died");
-	EXPECT_EQ(0, ws_stop(self->pid));
+	EXPECT_EQ(0, wt_stop(self->pid));
 	self->pid = 0;
 }
 
@@ -284,13 +284,13 @@ TEST_F_TIMEOUT(load, already_loaded_fail, 90)
 TEST_F_TIMEOUT(load, ejected_fail, 90)
 {
 	const char *args[] = { NULL };
-	self->pid = ws_start(args, NULL, ERR_FILE);
+	self->pid = wt_start(args, NULL, ERR_FILE);
 	ASSERT_LT(0, self->pid);
-	ASSERT_EQ(0, ws_write_str("/proc/sysrq-trigger", "S"));
-	EXPECT_EQ(6, ws_wait_exit(self->pid, 30));
+	ASSERT_EQ(0, wt_write_str("/proc/sysrq-trigger", "S"));
+	EXPECT_EQ(6, wt_wait_exit(self->pid, 30));
 	self->pid = 0;
-	EXPECT_TRUE(ws_file_contains(ERR_FILE, "sysrq")) TH_LOG("exit reason not printed");
-	EXPECT_TRUE(ws_wait_state(false, 5));
+	EXPECT_TRUE(wt_file_contains(ERR_FILE, "sysrq")) TH_LOG("exit reason not printed");
+	EXPECT_TRUE(wt_wait_state(false, 5));
 }
 
 WS_TEST_HARNESS_MAIN

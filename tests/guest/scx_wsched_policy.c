@@ -19,7 +19,7 @@
 FIXTURE(sched) {
 	pid_t pid;
 	int nr_cpus;
-	struct ws_hogs hogs;
+	struct wt_hogs hogs;
 };
 
 FIXTURE_SETUP(sched)
@@ -29,14 +29,14 @@ FIXTURE_SETUP(sched)
 	self->nr_cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	if (self->nr_cpus < 4)
 		SKIP(return, "needs at least 4 online CPUs, have %d", self->nr_cpus);
-	ASSERT_EQ(0, ws_hogs_init(&self->hogs));
-	self->pid = ws_shared_start(args, OUT_FILE, ERR_FILE);
+	ASSERT_EQ(0, wt_hogs_init(&self->hogs));
+	self->pid = wt_shared_start(args, OUT_FILE, ERR_FILE);
 	ASSERT_LT(0, self->pid)
 		TH_LOG("scx_wsched did not become enabled (or another scheduler was loaded)");
 }
 
 /*
- * The tests share one loader (ws_shared_start(); the counters they check
+ * The tests share one loader (wt_shared_start(); the counters they check
  * are differences over their own runs, read from fresh JSON lines). Each
  * checks at its end that the loader still runs and the scheduler is
  * enabled; after a test that left it otherwise, the next loads a new one.
@@ -44,7 +44,7 @@ FIXTURE_SETUP(sched)
  */
 FIXTURE_TEARDOWN(sched)
 {
-	ws_hogs_stop(&self->hogs);
+	wt_hogs_stop(&self->hogs);
 }
 
 /* Log the loader's stderr (for a failure). */
@@ -64,15 +64,15 @@ static void show_file(struct __test_metadata *_metadata, const char *path)
  * enabled, -101: the loader exited. */
 static int sched_ok(void)
 {
-	if (!ws_enabled())
+	if (!wt_enabled())
 		return -100;
-	return ws_shared_alive() ? 0 : -101;
+	return wt_shared_alive() ? 0 : -101;
 }
 
 /* A counter from a fresh line of the loader's, or -1 (up to 5 s). */
 static long long counter(const char *name)
 {
-	return ws_json_fresh(OUT_FILE, name, 5);
+	return wt_json_fresh(OUT_FILE, name, 5);
 }
 
 static void all_cpus(cpu_set_t *set, int n)
@@ -101,27 +101,27 @@ TEST_F_TIMEOUT(sched, stealing, 60)
 	CPU_SET(0, &cpu0);
 	all_cpus(&all, self->nr_cpus);
 	for (i = 0; i < n; i++)
-		ASSERT_LE(0, ws_hog_start(&self->hogs, 0, &cpu0));
-	ws_sleep(0.3);
+		ASSERT_LE(0, wt_hog_start(&self->hogs, 0, &cpu0));
+	wt_sleep(0.3);
 	for (i = 0; i < n; i++)
 		ASSERT_EQ(0, sched_setaffinity(self->hogs.pid[i], sizeof(all), &all));
 
 	/* Busy in the second after the release (allow 0.5 s to spread). */
-	ws_sleep(0.5);
-	ASSERT_EQ(self->nr_cpus, ws_cpu_times(b0, t0));
-	ws_sleep(0.5);
-	ASSERT_EQ(self->nr_cpus, ws_cpu_times(b1, t1));
+	wt_sleep(0.5);
+	ASSERT_EQ(self->nr_cpus, wt_cpu_times(b0, t0));
+	wt_sleep(0.5);
+	ASSERT_EQ(self->nr_cpus, wt_cpu_times(b1, t1));
 	for (c = 0; c < self->nr_cpus; c++) {
 		double busy = (double)(b1[c] - b0[c]) / (double)(t1[c] - t0[c] ?: 1);
 
 		EXPECT_LT(0.85, busy) TH_LOG("CPU %d only %.0f%% busy", c, busy * 100);
 	}
-	ws_hogs_stop(&self->hogs);
+	wt_hogs_stop(&self->hogs);
 	ASSERT_EQ(0, sched_ok());
 	steals1 = counter("nr_steals");
 	EXPECT_LT(steals0, steals1);
 	TH_LOG("nr_steals +%lld, nr_steal_attempts +%lld", steals1 - steals0,
-	       ws_json_last(OUT_FILE, "nr_steal_attempts") - att0);
+	       wt_json_last(OUT_FILE, "nr_steal_attempts") - att0);
 }
 
 /*
@@ -136,11 +136,11 @@ TEST_F_TIMEOUT(sched, fairness_equal_weights, 60)
 	double mean = 0;
 
 	for (i = 0; i < n; i++)
-		ASSERT_LE(0, ws_hog_start(&self->hogs, 0, NULL));
-	ws_sleep(1.0);
-	ws_hogs_snapshot(&self->hogs, a);
-	ws_sleep(4.0);
-	ws_hogs_snapshot(&self->hogs, b);
+		ASSERT_LE(0, wt_hog_start(&self->hogs, 0, NULL));
+	wt_sleep(1.0);
+	wt_hogs_snapshot(&self->hogs, a);
+	wt_sleep(4.0);
+	wt_hogs_snapshot(&self->hogs, b);
 	for (i = 0; i < n; i++)
 		mean += (double)(b[i] - a[i]) / n;
 	ASSERT_LT(0, mean);
@@ -150,7 +150,7 @@ TEST_F_TIMEOUT(sched, fairness_equal_weights, 60)
 		TH_LOG("hog %d: %.0f ms (%+.0f%%)", i, (b[i] - a[i]) / 1e6, dev * 100);
 		EXPECT_GT(0.20, dev < 0 ? -dev : dev) TH_LOG("hog %d off the mean by %.0f%%", i, dev * 100);
 	}
-	ws_hogs_stop(&self->hogs);
+	wt_hogs_stop(&self->hogs);
 	EXPECT_EQ(0, sched_ok());
 }
 
@@ -167,19 +167,19 @@ TEST_F_TIMEOUT(sched, fairness_nice, 60)
 
 	CPU_ZERO(&cpu1);
 	CPU_SET(1, &cpu1);
-	ASSERT_EQ(0, ws_hog_start(&self->hogs, 0, &cpu1));
-	ASSERT_EQ(1, ws_hog_start(&self->hogs, 5, &cpu1));
-	ws_sleep(1.0);
-	ws_hogs_snapshot(&self->hogs, a);
-	ws_sleep(4.0);
-	ws_hogs_snapshot(&self->hogs, b);
+	ASSERT_EQ(0, wt_hog_start(&self->hogs, 0, &cpu1));
+	ASSERT_EQ(1, wt_hog_start(&self->hogs, 5, &cpu1));
+	wt_sleep(1.0);
+	wt_hogs_snapshot(&self->hogs, a);
+	wt_sleep(4.0);
+	wt_hogs_snapshot(&self->hogs, b);
 	ASSERT_LT(0ULL, b[1] - a[1]);
 	ratio = (double)(b[0] - a[0]) / (double)(b[1] - a[1]);
 	TH_LOG("nice 0: %.0f ms, nice 5: %.0f ms, ratio %.2f (kernel weights %.2f)",
 	       (b[0] - a[0]) / 1e6, (b[1] - a[1]) / 1e6, ratio, want);
 	EXPECT_LT(want * 0.75, ratio);
 	EXPECT_GT(want * 1.25, ratio);
-	ws_hogs_stop(&self->hogs);
+	wt_hogs_stop(&self->hogs);
 	EXPECT_EQ(0, sched_ok());
 }
 
@@ -210,25 +210,25 @@ static long long crowded_preemptions(FIXTURE_DATA(sched) *self, const char *cons
 	cpu_set_t cpu2;
 	int i;
 
-	self->pid = ws_shared_start(args, OUT_FILE, ERR_FILE);
+	self->pid = wt_shared_start(args, OUT_FILE, ERR_FILE);
 	if (self->pid <= 0)
 		return -1;
 	CPU_ZERO(&cpu2);
 	CPU_SET(2, &cpu2);
 	for (i = 0; i < 3; i++)
-		if (ws_hog_start(&self->hogs, 0, &cpu2) < 0)
+		if (wt_hog_start(&self->hogs, 0, &cpu2) < 0)
 			return -1;
-	ws_sleep(0.5);
+	wt_sleep(0.5);
 	for (i = 0; i < 3; i++)
 		a[i] = ctxt_switches(self->hogs.pid[i], "nonvoluntary");
-	ws_sleep(2.0);
+	wt_sleep(2.0);
 	for (i = 0; i < 3; i++) {
 		b[i] = ctxt_switches(self->hogs.pid[i], "nonvoluntary");
 		if (a[i] < 0 || b[i] < a[i])
 			return -1;
 		sum += b[i] - a[i];
 	}
-	ws_hogs_stop(&self->hogs);
+	wt_hogs_stop(&self->hogs);
 	return sum;
 }
 
@@ -277,26 +277,26 @@ TEST_F_TIMEOUT(sched, sched_idle_and_cgroup, 60)
 	CPU_SET(2, &cpu2);
 	CPU_ZERO(&cpu3);
 	CPU_SET(3, &cpu3);
-	ASSERT_EQ(0, ws_hog_start(&self->hogs, 0, &cpu2));
-	ASSERT_EQ(1, ws_hog_start(&self->hogs, WS_SCHED_IDLE, &cpu2));
-	ASSERT_EQ(2, ws_hog_start(&self->hogs, 0, &cpu3));
+	ASSERT_EQ(0, wt_hog_start(&self->hogs, 0, &cpu2));
+	ASSERT_EQ(1, wt_hog_start(&self->hogs, WS_SCHED_IDLE, &cpu2));
+	ASSERT_EQ(2, wt_hog_start(&self->hogs, 0, &cpu3));
 	rmdir(cg);
 	ASSERT_EQ(0, mkdir(cg, 0755)) TH_LOG("cannot create %s: %s", cg, strerror(errno));
 	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
 	snprintf(pid, sizeof(pid), "%d", self->hogs.pid[2]);
-	EXPECT_EQ(0, ws_write_str(procs, pid));
+	EXPECT_EQ(0, wt_write_str(procs, pid));
 
-	ws_sleep(1.0);
-	ws_hogs_snapshot(&self->hogs, a);
-	ws_sleep(3.0);
-	ws_hogs_snapshot(&self->hogs, b);
+	wt_sleep(1.0);
+	wt_hogs_snapshot(&self->hogs, a);
+	wt_sleep(3.0);
+	wt_hogs_snapshot(&self->hogs, b);
 	share = (double)(b[1] - a[1]) / (double)(b[0] - a[0] + b[1] - a[1]);
 	TH_LOG("SCHED_IDLE share of CPU 2: %.1f%%; cgroup hog: %.0f ms",
 	       share * 100, (b[2] - a[2]) / 1e6);
 	EXPECT_LT(0ULL, b[1] - a[1]) TH_LOG("SCHED_IDLE hog starved");
 	EXPECT_GT(0.10, share);
 	EXPECT_LT(1000e6, (double)(b[2] - a[2])) TH_LOG("cgroup hog barely ran");
-	ws_hogs_stop(&self->hogs);
+	wt_hogs_stop(&self->hogs);
 	rmdir(cg);
 	EXPECT_EQ(0, sched_ok());
 }
@@ -321,15 +321,15 @@ TEST_F_TIMEOUT(sched, affinity_respected, 60)
 	CPU_SET(3, &two_three);
 	all_cpus(&all, self->nr_cpus);
 
-	r0 = ws_hog_start(&self->hogs, 0, &two_three);
-	r1 = ws_hog_start(&self->hogs, 0, &two_three);
+	r0 = wt_hog_start(&self->hogs, 0, &two_three);
+	r1 = wt_hog_start(&self->hogs, 0, &two_three);
 	ASSERT_EQ(1, r1);
 	for (i = 0; i < n_free; i++)
-		ASSERT_LE(0, ws_hog_start(&self->hogs, 0, &cpu0));
-	ws_sleep(0.3);
+		ASSERT_LE(0, wt_hog_start(&self->hogs, 0, &cpu0));
+	wt_sleep(0.3);
 	for (i = 2; i < 2 + n_free; i++)
 		ASSERT_EQ(0, sched_setaffinity(self->hogs.pid[i], sizeof(all), &all));
-	ws_sleep(3.0);
+	wt_sleep(3.0);
 
 	for (i = r0; i <= r1; i++) {
 		EXPECT_EQ(0ULL, self->hogs.rep[i].bad_cpu) TH_LOG("restricted hog %d ran outside its set", i);
@@ -343,16 +343,16 @@ TEST_F_TIMEOUT(sched, affinity_respected, 60)
 	}
 	EXPECT_EQ((1ULL << self->nr_cpus) - 1, free_seen)
 		TH_LOG("free hogs ran only on CPUs %#llx", free_seen);
-	ws_hogs_stop(&self->hogs);
+	wt_hogs_stop(&self->hogs);
 	ASSERT_EQ(0, sched_ok());
 	EXPECT_LT(steals0, counter("nr_steals"));
 }
 
 static void spin_for(double s)
 {
-	double end = ws_now() + s;
+	double end = wt_now() + s;
 
-	while (ws_now() < end)
+	while (wt_now() < end)
 		;
 }
 
@@ -378,7 +378,7 @@ static void sleeper_beside(struct __test_metadata *_metadata, FIXTURE_DATA(sched
 	CPU_ZERO(&cpu2);
 	CPU_SET(2, &cpu2);
 	for (i = 0; i < 8; i++)
-		ASSERT_LE(0, ws_hog_start(&self->hogs, 0, &cpu1));
+		ASSERT_LE(0, wt_hog_start(&self->hogs, 0, &cpu1));
 	light = fork();
 	ASSERT_LE(0, light);
 	if (!light) {
@@ -386,10 +386,10 @@ static void sleeper_beside(struct __test_metadata *_metadata, FIXTURE_DATA(sched
 			_exit(1);
 		for (;;) {
 			spin_for(spin);
-			ws_sleep(period - spin);
+			wt_sleep(period - spin);
 		}
 	}
-	ws_sleep(1.0);
+	wt_sleep(1.0);
 	sleeper = fork();
 	ASSERT_LE(0, sleeper);
 	if (!sleeper) {
@@ -398,12 +398,12 @@ static void sleeper_beside(struct __test_metadata *_metadata, FIXTURE_DATA(sched
 		if (sched_setaffinity(0, sizeof(cpu1), &cpu1))
 			_exit(1);
 		for (i = 0; i < SLEEPER_ROUNDS; i++) {
-			double target = ws_now() + 0.030, l;
+			double target = wt_now() + 0.030, l;
 			struct timespec ts = { (time_t)target, (long)((target - (time_t)target) * 1e9) };
 
 			while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 				;
-			l = ws_now() - target;
+			l = wt_now() - target;
 			sum += l;
 			if (l > worst)
 				worst = l;
@@ -415,7 +415,7 @@ static void sleeper_beside(struct __test_metadata *_metadata, FIXTURE_DATA(sched
 	ASSERT_EQ(sleeper, waitpid(sleeper, &st, 0));
 	kill(light, SIGKILL);
 	waitpid(light, NULL, 0);
-	ws_hogs_stop(&self->hogs);
+	wt_hogs_stop(&self->hogs);
 	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	TH_LOG("sleeper on a CPU with 8 hogs: worst lateness %.1f ms, mean %.1f ms",
 	       late[0] * 1e3, late[1] * 1e3);
@@ -472,19 +472,19 @@ TEST_F_TIMEOUT(sched, light_task_carries_no_debt_from_running_alone, 60)
 
 	CPU_ZERO(&cpu3);
 	CPU_SET(3, &cpu3);
-	ASSERT_EQ(0, ws_hog_start(&self->hogs, 19, &cpu3));
-	ws_sleep(2.0);
-	ASSERT_EQ(1, ws_hog_start(&self->hogs, 0, &cpu3));
-	ws_sleep(0.5);
-	ws_hogs_snapshot(&self->hogs, a);
-	ws_sleep(3.0);
-	ws_hogs_snapshot(&self->hogs, b);
+	ASSERT_EQ(0, wt_hog_start(&self->hogs, 19, &cpu3));
+	wt_sleep(2.0);
+	ASSERT_EQ(1, wt_hog_start(&self->hogs, 0, &cpu3));
+	wt_sleep(0.5);
+	wt_hogs_snapshot(&self->hogs, a);
+	wt_sleep(3.0);
+	wt_hogs_snapshot(&self->hogs, b);
 	share = (double)(b[0] - a[0]) / (double)(b[0] - a[0] + b[1] - a[1] + 1);
 	TH_LOG("nice 19 after running alone: %.1f ms of CPU in 3 s beside a nice-0 hog (%.1f%%)",
 	       (b[0] - a[0]) / 1e6, share * 100);
 	EXPECT_LT(1000000ULL, b[0] - a[0]) TH_LOG("the nice-19 hog was starved");
 	EXPECT_GT(0.10, share);
-	ws_hogs_stop(&self->hogs);
+	wt_hogs_stop(&self->hogs);
 	EXPECT_EQ(0, sched_ok());
 }
 
@@ -608,7 +608,7 @@ static void pinned_wakeups(struct __test_metadata *_metadata, FIXTURE_DATA(sched
 	CPU_ZERO(&cpu2);
 	CPU_SET(2, &cpu2);
 	if (hog)
-		ASSERT_LE(0, ws_hog_start(&self->hogs, 0, &cpu2));
+		ASSERT_LE(0, wt_hog_start(&self->hogs, 0, &cpu2));
 	ASSERT_EQ(0, pipe(fds));
 	t = fork();
 	ASSERT_LE(0, t);
@@ -630,8 +630,8 @@ static void pinned_wakeups(struct __test_metadata *_metadata, FIXTURE_DATA(sched
 
 		if (sched_setaffinity(0, sizeof(cpu1), &cpu1))
 			_exit(1);
-		end = ws_now() + 3.5;
-		while (ws_now() < end) {
+		end = wt_now() + 3.5;
+		while (wt_now() < end) {
 			if (write(fds[1], "x", 1) != 1)
 				_exit(1);
 			usleep(500);
@@ -640,17 +640,17 @@ static void pinned_wakeups(struct __test_metadata *_metadata, FIXTURE_DATA(sched
 	}
 	close(fds[1]);
 	/* The loader prints its counters every second: wait for a fresh line. */
-	ws_sleep(1.1);
-	att0 = ws_json_last(OUT_FILE, "nr_steal_attempts");
-	steals0 = ws_json_last(OUT_FILE, "nr_steals");
+	wt_sleep(1.1);
+	att0 = wt_json_last(OUT_FILE, "nr_steal_attempts");
+	steals0 = wt_json_last(OUT_FILE, "nr_steals");
 	sleeps0 = ctxt_switches(t, "voluntary");
 	iwi0 = irq_work_count();
-	ws_sleep(2.0);
+	wt_sleep(2.0);
 	iwi1 = irq_work_count();
 	sleeps1 = ctxt_switches(t, "voluntary");
-	ws_sleep(1.0);
-	att1 = ws_json_last(OUT_FILE, "nr_steal_attempts");
-	steals1 = ws_json_last(OUT_FILE, "nr_steals");
+	wt_sleep(1.0);
+	att1 = wt_json_last(OUT_FILE, "nr_steal_attempts");
+	steals1 = wt_json_last(OUT_FILE, "nr_steals");
 	ASSERT_EQ(w, waitpid(w, &st, 0));
 	EXPECT_EQ(0, st);
 	ASSERT_EQ(t, waitpid(t, &st, 0));
@@ -721,39 +721,39 @@ TEST_F_TIMEOUT(sched, hotplug_under_load, 180 + 2 * WS_LOAD_WAIT)
 	if (access(path, W_OK))
 		SKIP(return, "CPU %d cannot be offlined here", last);
 	for (i = 0; i < self->nr_cpus * 2; i++)
-		ASSERT_LE(0, ws_hog_start(&self->hogs, 0, NULL));
-	ws_sleep(0.5);
+		ASSERT_LE(0, wt_hog_start(&self->hogs, 0, NULL));
+	wt_sleep(0.5);
 
-	ASSERT_EQ(0, ws_write_str(path, "0"));
-	ws_sleep(0.5);
-	if (!ws_wait_state(true, WS_LOAD_WAIT)) {
+	ASSERT_EQ(0, wt_write_str(path, "0"));
+	wt_sleep(0.5);
+	if (!wt_wait_state(true, WS_LOAD_WAIT)) {
 		show_file(_metadata, ERR_FILE);
 		ASSERT_TRUE(0) TH_LOG("not reloaded after offlining CPU %d", last);
 	}
-	ws_sleep(1.0);
-	ASSERT_EQ(0, ws_write_str(path, "1"));
-	ws_sleep(0.5);
-	if (!ws_wait_state(true, WS_LOAD_WAIT)) {
+	wt_sleep(1.0);
+	ASSERT_EQ(0, wt_write_str(path, "1"));
+	wt_sleep(0.5);
+	if (!wt_wait_state(true, WS_LOAD_WAIT)) {
 		show_file(_metadata, ERR_FILE);
 		ASSERT_TRUE(0) TH_LOG("not reloaded after onlining CPU %d", last);
 	}
 
-	ws_hogs_snapshot(&self->hogs, a);
-	ws_sleep(1.0);
-	ws_hogs_snapshot(&self->hogs, b);
+	wt_hogs_snapshot(&self->hogs, a);
+	wt_sleep(1.0);
+	wt_hogs_snapshot(&self->hogs, b);
 	for (i = 0; i < self->hogs.n; i++)
 		EXPECT_LT(a[i], b[i]) TH_LOG("hog %d made no progress after hotplug", i);
-	EXPECT_TRUE(ws_shared_alive()) TH_LOG("loader died");
-	EXPECT_TRUE(ws_file_contains(ERR_FILE, "asked for a restart"));
-	ws_hogs_stop(&self->hogs);
+	EXPECT_TRUE(wt_shared_alive()) TH_LOG("loader died");
+	EXPECT_TRUE(wt_file_contains(ERR_FILE, "asked for a restart"));
+	wt_hogs_stop(&self->hogs);
 	EXPECT_EQ(0, sched_ok());
 }
 
 /* Declared last, so run last: the loader the tests shared exits 0. */
 TEST_F(sched, shared_loader_stops_cleanly)
 {
-	EXPECT_EQ(0, ws_shared_stop());
-	EXPECT_TRUE(ws_wait_state(false, 10)) TH_LOG("still enabled after the loader exited");
+	EXPECT_EQ(0, wt_shared_stop());
+	EXPECT_TRUE(wt_wait_state(false, 10)) TH_LOG("still enabled after the loader exited");
 	self->pid = 0;
 }
 

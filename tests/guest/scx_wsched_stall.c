@@ -25,15 +25,15 @@ FIXTURE_SETUP(stall)
 
 	if (system("command -v stress-ng >/dev/null"))
 		SKIP(return, "stress-ng not installed");
-	ASSERT_TRUE(ws_wait_state(false, 10)) TH_LOG("a sched_ext scheduler is loaded before the test");
-	self->pid = ws_start(args, NULL, ERR_FILE);
+	ASSERT_TRUE(wt_wait_state(false, 10)) TH_LOG("a sched_ext scheduler is loaded before the test");
+	self->pid = wt_start(args, NULL, ERR_FILE);
 	ASSERT_LT(0, self->pid) TH_LOG("scx_wsched did not become enabled");
 }
 
 FIXTURE_TEARDOWN(stall)
 {
 	if (self->pid > 0 && waitpid(self->pid, NULL, WNOHANG) == 0)
-		ws_stop(self->pid);
+		wt_stop(self->pid);
 }
 
 TEST_F_TIMEOUT(stall, cpu_fork_affinity_churn, 600)
@@ -50,18 +50,18 @@ TEST_F_TIMEOUT(stall, cpu_fork_affinity_churn, 600)
 		 "stress-ng --cpu %ld --fork %ld --affinity %ld --timeout %lds --quiet",
 		 cpus, cpus, cpus, secs);
 	TH_LOG("%s", cmd);
-	t0 = ws_now();
+	t0 = wt_now();
 	st = system(cmd);
-	TH_LOG("stress-ng ran %.0f s", ws_now() - t0);
+	TH_LOG("stress-ng ran %.0f s", wt_now() - t0);
 	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("stress-ng status %#x", st);
-	EXPECT_LE(secs, ws_now() - t0 + 1);
+	EXPECT_LE(secs, wt_now() - t0 + 1);
 
-	EXPECT_TRUE(ws_enabled()) TH_LOG("scheduler not enabled at the end");
+	EXPECT_TRUE(wt_enabled()) TH_LOG("scheduler not enabled at the end");
 	ASSERT_EQ(0, waitpid(self->pid, NULL, WNOHANG)) TH_LOG("loader exited during the run");
-	rc = ws_stop(self->pid);
+	rc = wt_stop(self->pid);
 	self->pid = 0;
 	EXPECT_EQ(0, rc);
-	EXPECT_FALSE(ws_file_contains(ERR_FILE, "asked for a restart"));
+	EXPECT_FALSE(wt_file_contains(ERR_FILE, "asked for a restart"));
 }
 
 WS_TEST_HARNESS_MAIN

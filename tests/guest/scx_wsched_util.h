@@ -31,7 +31,7 @@
 #define WS_MAX_HOGS	64
 #define WS_MAX_CPUS	64
 
-static inline double ws_now(void)
+static inline double wt_now(void)
 {
 	struct timespec ts;
 
@@ -39,7 +39,7 @@ static inline double ws_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static inline void ws_sleep(double s)
+static inline void wt_sleep(double s)
 {
 	struct timespec ts = { (time_t)s, (long)((s - (time_t)s) * 1e9) };
 
@@ -47,7 +47,7 @@ static inline void ws_sleep(double s)
 		;
 }
 
-static inline int ws_write_str(const char *path, const char *s)
+static inline int wt_write_str(const char *path, const char *s)
 {
 	int fd = open(path, O_WRONLY), ret = 0;
 
@@ -59,7 +59,7 @@ static inline int ws_write_str(const char *path, const char *s)
 	return ret;
 }
 
-static inline const char *ws_bin(void)
+static inline const char *wt_bin(void)
 {
 	static char path[PATH_MAX];
 	char exe[PATH_MAX];
@@ -77,7 +77,7 @@ static inline const char *ws_bin(void)
 }
 
 /* "enabled wsched", "disabled", ... */
-static inline void ws_state(char *buf, size_t len)
+static inline void wt_state(char *buf, size_t len)
 {
 	char state[64] = "missing", ops[128] = "";
 
@@ -86,25 +86,25 @@ static inline void ws_state(char *buf, size_t len)
 	snprintf(buf, len, "%s%s%s", state, ops[0] ? " " : "", ops);
 }
 
-static inline bool ws_enabled(void)
+static inline bool wt_enabled(void)
 {
 	char st[256];
 
-	ws_state(st, sizeof(st));
+	wt_state(st, sizeof(st));
 	return !strcmp(st, "enabled wsched");
 }
 
-static inline bool ws_wait_state(bool enabled, double timeout)
+static inline bool wt_wait_state(bool enabled, double timeout)
 {
-	double end = ws_now() + timeout;
+	double end = wt_now() + timeout;
 	char st[256];
 
 	do {
-		ws_state(st, sizeof(st));
+		wt_state(st, sizeof(st));
 		if (enabled ? !strcmp(st, "enabled wsched") : !strcmp(st, "disabled"))
 			return true;
-		ws_sleep(0.05);
-	} while (ws_now() < end);
+		wt_sleep(0.05);
+	} while (wt_now() < end);
 	return false;
 }
 
@@ -112,13 +112,13 @@ static inline bool ws_wait_state(bool enabled, double timeout)
  * Run the loader with @args (NULL-terminated, after argv[0]); stdout and
  * stderr go to @out and @err (files, may be NULL for /dev/null).
  */
-static inline pid_t ws_proc_spawn(const char *const *args, const char *out, const char *err)
+static inline pid_t wt_proc_spawn(const char *const *args, const char *out, const char *err)
 {
 	const char *argv[16];
 	pid_t pid;
 	int i = 0;
 
-	argv[i++] = ws_bin();
+	argv[i++] = wt_bin();
 	while (args && *args && i < 15)
 		argv[i++] = *args++;
 	argv[i] = NULL;
@@ -136,9 +136,9 @@ static inline pid_t ws_proc_spawn(const char *const *args, const char *out, cons
 }
 
 /* Exit status of @pid, waiting at most @timeout seconds (then -1). */
-static inline int ws_wait_exit(pid_t pid, double timeout)
+static inline int wt_wait_exit(pid_t pid, double timeout)
 {
-	double end = ws_now() + timeout;
+	double end = wt_now() + timeout;
 	int st;
 
 	do {
@@ -148,21 +148,21 @@ static inline int ws_wait_exit(pid_t pid, double timeout)
 			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 		if (r < 0)
 			return -1;
-		ws_sleep(0.02);
-	} while (ws_now() < end);
+		wt_sleep(0.02);
+	} while (wt_now() < end);
 	return -1;
 }
 
 /* Run the loader to completion (a refusal), return its exit status. */
-static inline int ws_run(const char *const *args, const char *err)
+static inline int wt_run(const char *const *args, const char *err)
 {
-	pid_t pid = ws_proc_spawn(args, NULL, err);
+	pid_t pid = wt_proc_spawn(args, NULL, err);
 
-	return pid < 0 ? -1 : ws_wait_exit(pid, 60);
+	return pid < 0 ? -1 : wt_wait_exit(pid, 60);
 }
 
 /*
- * How long a load may take before ws_start() gives up: in a 4-vCPU lab
+ * How long a load may take before wt_start() gives up: in a 4-vCPU lab
  * guest a load took 4-5 s on an idle host (2026-11-25 morning) and 64-75 s
  * on a throttled one (2026-11-25 night; 40-63 s of it in open+load).
  */
@@ -188,21 +188,21 @@ static inline int ws_run(const char *const *args, const char *err)
 		for (f = __fixture_list; f; f = f->next)		\
 			for (t = f->tests; t; t = t->next)		\
 				t->timeout += WS_LOAD_ALLOWANCE;	\
-		ws_keeper_init();					\
+		wt_keeper_init();					\
 		rc = test_harness_run(argc, argv);			\
-		ws_keeper_end();					\
+		wt_keeper_end();					\
 		return rc;						\
 	}
 
 /* Start the loader and wait until sched_ext reports it enabled (up to
  * WS_LOAD_WAIT s). */
-static inline pid_t ws_start(const char *const *args, const char *out, const char *err)
+static inline pid_t wt_start(const char *const *args, const char *out, const char *err)
 {
-	pid_t pid = ws_proc_spawn(args, out, err);
+	pid_t pid = wt_proc_spawn(args, out, err);
 
 	if (pid < 0)
 		return -1;
-	if (!ws_wait_state(true, WS_LOAD_WAIT)) {
+	if (!wt_wait_state(true, WS_LOAD_WAIT)) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		return -1;
@@ -211,12 +211,12 @@ static inline pid_t ws_start(const char *const *args, const char *out, const cha
 }
 
 /* SIGINT the loader; its exit status, or -1 if it did not exit in time. */
-static inline int ws_stop(pid_t pid)
+static inline int wt_stop(pid_t pid)
 {
 	int rc;
 
 	kill(pid, SIGINT);
-	rc = ws_wait_exit(pid, 30);
+	rc = wt_wait_exit(pid, 30);
 	if (rc < 0) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
@@ -244,31 +244,31 @@ enum { WS_KEEP_START = 1, WS_KEEP_STOP, WS_KEEP_ALIVE };
 #define WS_KEEP_ARGS	12
 #define WS_KEEP_ARGLEN	48
 
-struct ws_keep_req {
+struct wt_keep_req {
 	unsigned int seq;
 	int op;
 	char argv[WS_KEEP_ARGS][WS_KEEP_ARGLEN];	/* "" ends the list */
 	char out[96], err[96];				/* "": /dev/null */
 };
 
-struct ws_keep_ans {
+struct wt_keep_ans {
 	unsigned int seq;
 	int result;	/* START: loader pid or -1; STOP: exit status or -1; ALIVE: 1 or 0 */
 };
 
-static int ws_keep_req_fd = -1, ws_keep_ans_fd = -1;
-static pid_t ws_keeper_pid;
+static int wt_keep_req_fd = -1, wt_keep_ans_fd = -1;
+static pid_t wt_keeper_pid;
 
-static inline bool ws_keep_same(const struct ws_keep_req *a, const struct ws_keep_req *b)
+static inline bool wt_keep_same(const struct wt_keep_req *a, const struct wt_keep_req *b)
 {
 	return !memcmp(a->argv, b->argv, sizeof(a->argv)) && !strcmp(a->out, b->out) &&
 	       !strcmp(a->err, b->err);
 }
 
 /* The keeper: serves requests until end of file, then stops the loader. */
-static inline void ws_keeper_loop(int rfd, int wfd)
+static inline void wt_keeper_loop(int rfd, int wfd)
 {
-	struct ws_keep_req cur, r;
+	struct wt_keep_req cur, r;
 	pid_t pid = 0;
 	int died = -1;	/* exit status of a loader that ended by itself */
 
@@ -276,7 +276,7 @@ static inline void ws_keeper_loop(int rfd, int wfd)
 	for (;;) {
 		struct pollfd pfd = { .fd = rfd, .events = POLLIN };
 		const char *args[WS_KEEP_ARGS + 1];
-		struct ws_keep_ans a;
+		struct wt_keep_ans a;
 		int n = poll(&pfd, 1, 200), st, i;
 		ssize_t got;
 
@@ -296,24 +296,24 @@ static inline void ws_keeper_loop(int rfd, int wfd)
 		a.result = -1;
 		switch (r.op) {
 		case WS_KEEP_START:
-			if (pid > 0 && (!ws_keep_same(&cur, &r) || !ws_enabled())) {
-				ws_stop(pid);
+			if (pid > 0 && (!wt_keep_same(&cur, &r) || !wt_enabled())) {
+				wt_stop(pid);
 				pid = 0;
 			}
-			if (pid <= 0 && ws_wait_state(false, 10)) {
+			if (pid <= 0 && wt_wait_state(false, 10)) {
 				for (i = 0; i < WS_KEEP_ARGS && r.argv[i][0]; i++) {
 					r.argv[i][WS_KEEP_ARGLEN - 1] = '\0';
 					args[i] = r.argv[i];
 				}
 				args[i] = NULL;
-				pid = ws_start(args, r.out[0] ? r.out : NULL, r.err[0] ? r.err : NULL);
+				pid = wt_start(args, r.out[0] ? r.out : NULL, r.err[0] ? r.err : NULL);
 				cur = r;
 				died = -1;
 			}
 			a.result = pid > 0 ? pid : -1;
 			break;
 		case WS_KEEP_STOP:
-			a.result = pid > 0 ? ws_stop(pid) : died;
+			a.result = pid > 0 ? wt_stop(pid) : died;
 			pid = 0;
 			died = -1;
 			break;
@@ -325,11 +325,11 @@ static inline void ws_keeper_loop(int rfd, int wfd)
 			break;
 	}
 	if (pid > 0)
-		ws_stop(pid);
+		wt_stop(pid);
 	_exit(0);
 }
 
-static inline void ws_keeper_init(void)
+static inline void wt_keeper_init(void)
 {
 	int req[2], ans[2];
 
@@ -341,50 +341,50 @@ static inline void ws_keeper_init(void)
 		return;
 	}
 	fflush(NULL);
-	ws_keeper_pid = fork();
-	if (ws_keeper_pid == 0) {
+	wt_keeper_pid = fork();
+	if (wt_keeper_pid == 0) {
 		close(req[1]);
 		close(ans[0]);
-		ws_keeper_loop(req[0], ans[1]);
+		wt_keeper_loop(req[0], ans[1]);
 	}
 	close(req[0]);
 	close(ans[1]);
-	if (ws_keeper_pid < 0) {
+	if (wt_keeper_pid < 0) {
 		close(req[1]);
 		close(ans[0]);
 		return;
 	}
-	ws_keep_req_fd = req[1];
-	ws_keep_ans_fd = ans[0];
+	wt_keep_req_fd = req[1];
+	wt_keep_ans_fd = ans[0];
 }
 
 /* End of the program: let the keeper stop the loader, wait for it. */
-static inline void ws_keeper_end(void)
+static inline void wt_keeper_end(void)
 {
-	if (ws_keeper_pid <= 0)
+	if (wt_keeper_pid <= 0)
 		return;
-	close(ws_keep_req_fd);
-	close(ws_keep_ans_fd);
-	waitpid(ws_keeper_pid, NULL, 0);
+	close(wt_keep_req_fd);
+	close(wt_keep_ans_fd);
+	waitpid(wt_keeper_pid, NULL, 0);
 }
 
 /* Send @r, wait up to @timeout s for its answer; the answer's result or -1. */
-static inline int ws_keep_call(struct ws_keep_req *r, double timeout)
+static inline int wt_keep_call(struct wt_keep_req *r, double timeout)
 {
 	static unsigned int n;
-	double end = ws_now() + timeout;
-	struct ws_keep_ans a;
+	double end = wt_now() + timeout;
+	struct wt_keep_ans a;
 
-	if (ws_keep_req_fd < 0)
+	if (wt_keep_req_fd < 0)
 		return -1;
 	r->seq = (unsigned int)getpid() << 10 | (++n & 1023);
-	if (write(ws_keep_req_fd, r, sizeof(*r)) != sizeof(*r))
+	if (write(wt_keep_req_fd, r, sizeof(*r)) != sizeof(*r))
 		return -1;
-	while (ws_now() < end) {
-		struct pollfd pfd = { .fd = ws_keep_ans_fd, .events = POLLIN };
+	while (wt_now() < end) {
+		struct pollfd pfd = { .fd = wt_keep_ans_fd, .events = POLLIN };
 
 		if (poll(&pfd, 1, 100) == 1) {
-			if (read(ws_keep_ans_fd, &a, sizeof(a)) != sizeof(a))
+			if (read(wt_keep_ans_fd, &a, sizeof(a)) != sizeof(a))
 				return -1;
 			if (a.seq == r->seq)
 				return a.result;
@@ -398,9 +398,9 @@ static inline int ws_keep_call(struct ws_keep_req *r, double timeout)
  * @out and @err: the one already running if it has these and the scheduler
  * is enabled, else a new one (after stopping the old). Its pid, or -1.
  */
-static inline pid_t ws_shared_start(const char *const *args, const char *out, const char *err)
+static inline pid_t wt_shared_start(const char *const *args, const char *out, const char *err)
 {
-	struct ws_keep_req r;
+	struct wt_keep_req r;
 	int i;
 
 	memset(&r, 0, sizeof(r));
@@ -414,32 +414,32 @@ static inline pid_t ws_shared_start(const char *const *args, const char *out, co
 		return -1;
 	strcpy(r.out, out ?: "");
 	strcpy(r.err, err ?: "");
-	return ws_keep_call(&r, WS_LOAD_WAIT + 60);
+	return wt_keep_call(&r, WS_LOAD_WAIT + 60);
 }
 
 /* Stop the shared loader: its exit status (if it had ended by itself, the
  * status it ended with), -1 if none ran or it did not exit in time. */
-static inline int ws_shared_stop(void)
+static inline int wt_shared_stop(void)
 {
-	struct ws_keep_req r;
+	struct wt_keep_req r;
 
 	memset(&r, 0, sizeof(r));
 	r.op = WS_KEEP_STOP;
-	return ws_keep_call(&r, 60);
+	return wt_keep_call(&r, 60);
 }
 
 /* Whether the shared loader still runs. */
-static inline bool ws_shared_alive(void)
+static inline bool wt_shared_alive(void)
 {
-	struct ws_keep_req r;
+	struct wt_keep_req r;
 
 	memset(&r, 0, sizeof(r));
 	r.op = WS_KEEP_ALIVE;
-	return ws_keep_call(&r, 10) == 1;
+	return wt_keep_call(&r, 10) == 1;
 }
 
 /* The value of "name":N in the last JSON line of @path, or -1. */
-static inline long long ws_json_last(const char *path, const char *name)
+static inline long long wt_json_last(const char *path, const char *name)
 {
 	char line[4096], last[4096] = "", key[128], *p;
 	FILE *f = fopen(path, "r");
@@ -456,7 +456,7 @@ static inline long long ws_json_last(const char *path, const char *name)
 }
 
 /* JSON lines in @path so far. */
-static inline int ws_json_lines(const char *path)
+static inline int wt_json_lines(const char *path)
 {
 	char line[4096];
 	FILE *f = fopen(path, "r");
@@ -476,20 +476,20 @@ static inline int ws_json_lines(const char *path)
  * (the first may hold counters read before the call), up to @timeout s;
  * -1 if they did not come.
  */
-static inline long long ws_json_fresh(const char *path, const char *name, double timeout)
+static inline long long wt_json_fresh(const char *path, const char *name, double timeout)
 {
-	int n0 = ws_json_lines(path);
-	double end = ws_now() + timeout;
+	int n0 = wt_json_lines(path);
+	double end = wt_now() + timeout;
 
 	do {
-		if (ws_json_lines(path) >= n0 + 2)
-			return ws_json_last(path, name);
-		ws_sleep(0.1);
-	} while (ws_now() < end);
+		if (wt_json_lines(path) >= n0 + 2)
+			return wt_json_last(path, name);
+		wt_sleep(0.1);
+	} while (wt_now() < end);
 	return -1;
 }
 
-static inline bool ws_file_contains(const char *path, const char *needle)
+static inline bool wt_file_contains(const char *path, const char *needle)
 {
 	char buf[65536];
 	FILE *f = fopen(path, "r");
@@ -505,19 +505,19 @@ static inline bool ws_file_contains(const char *path, const char *needle)
 
 /* ---------------------------------------------------------------- hogs */
 
-struct ws_hog_report {
+struct wt_hog_report {
 	volatile unsigned long long cpu_ns;	/* CPU time so far */
 	volatile unsigned long long cpus_seen;	/* bit per CPU it ran on */
 	volatile unsigned long long bad_cpu;	/* runs outside its allowed set */
 };
 
-struct ws_hogs {
+struct wt_hogs {
 	int n;
 	pid_t pid[WS_MAX_HOGS];
-	struct ws_hog_report *rep;	/* shared, n entries */
+	struct wt_hog_report *rep;	/* shared, n entries */
 };
 
-static inline unsigned long long ws_thread_ns(void)
+static inline unsigned long long wt_thread_ns(void)
 {
 	struct timespec ts;
 
@@ -525,7 +525,7 @@ static inline unsigned long long ws_thread_ns(void)
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-static inline void ws_hog_loop(struct ws_hog_report *r)
+static inline void wt_hog_loop(struct wt_hog_report *r)
 {
 	cpu_set_t allowed;
 
@@ -541,11 +541,11 @@ static inline void ws_hog_loop(struct ws_hog_report *r)
 			r->bad_cpu++;
 		if (cpu >= 0 && cpu < 64)
 			r->cpus_seen |= 1ULL << cpu;
-		r->cpu_ns = ws_thread_ns();
+		r->cpu_ns = wt_thread_ns();
 	}
 }
 
-static inline int ws_hogs_init(struct ws_hogs *h)
+static inline int wt_hogs_init(struct wt_hogs *h)
 {
 	memset(h, 0, sizeof(*h));
 	h->rep = mmap(NULL, sizeof(*h->rep) * WS_MAX_HOGS, PROT_READ | PROT_WRITE,
@@ -559,7 +559,7 @@ static inline int ws_hogs_init(struct ws_hogs *h)
  * Fork one hog with @nice (or WS_SCHED_IDLE) and affinity @set (NULL:
  * inherit); returns its index.
  */
-static inline int ws_hog_start(struct ws_hogs *h, int nice, const cpu_set_t *set)
+static inline int wt_hog_start(struct wt_hogs *h, int nice, const cpu_set_t *set)
 {
 	int i = h->n;
 	pid_t pid;
@@ -578,7 +578,7 @@ static inline int ws_hog_start(struct ws_hogs *h, int nice, const cpu_set_t *set
 		} else if (nice && setpriority(PRIO_PROCESS, 0, nice)) {
 			_exit(1);
 		}
-		ws_hog_loop(&h->rep[i]);
+		wt_hog_loop(&h->rep[i]);
 	}
 	if (pid < 0)
 		return -1;
@@ -587,7 +587,7 @@ static inline int ws_hog_start(struct ws_hogs *h, int nice, const cpu_set_t *set
 	return i;
 }
 
-static inline void ws_hogs_stop(struct ws_hogs *h)
+static inline void wt_hogs_stop(struct wt_hogs *h)
 {
 	int i;
 
@@ -598,7 +598,7 @@ static inline void ws_hogs_stop(struct ws_hogs *h)
 	h->n = 0;
 }
 
-static inline void ws_hogs_snapshot(const struct ws_hogs *h, unsigned long long *ns)
+static inline void wt_hogs_snapshot(const struct wt_hogs *h, unsigned long long *ns)
 {
 	int i;
 
@@ -609,7 +609,7 @@ static inline void ws_hogs_snapshot(const struct ws_hogs *h, unsigned long long 
 /* ------------------------------------------------------- per-CPU busy */
 
 /* Busy and total jiffies of each CPU from /proc/stat; returns CPUs read. */
-static inline int ws_cpu_times(unsigned long long *busy, unsigned long long *total)
+static inline int wt_cpu_times(unsigned long long *busy, unsigned long long *total)
 {
 	char line[512];
 	FILE *f = fopen("/proc/stat", "r");

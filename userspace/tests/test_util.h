@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-only OR BSD-2-Clause
 /*
- * Helpers shared by the libwsched tests.
+ * Helpers shared by the libwsched tests. Test helpers are named wt_ (the
+ * library's own names are ws_, its macros WS_); the fake loader's fake_.
  *
  * Sizes of the long tests scale with WSCHED_TEST_SCALE (percent, default
  * WS_TEST_SCALE_DEFAULT: 100 in the normal build, smaller in the TSAN build;
@@ -24,7 +25,7 @@
 #define WS_TEST_SCALE_DEFAULT 100
 #endif
 
-static inline long ws_test_scaled(long n)
+static inline long wt_test_scaled(long n)
 {
 	const char *s = getenv("WSCHED_TEST_SCALE");
 	long pct = s ? strtol(s, NULL, 10) : WS_TEST_SCALE_DEFAULT;
@@ -36,7 +37,7 @@ static inline long ws_test_scaled(long n)
 	return r > 0 ? r : 1;
 }
 
-static inline uint64_t ws_test_now_ns(void)
+static inline uint64_t wt_test_now_ns(void)
 {
 	struct timespec ts;
 
@@ -45,7 +46,7 @@ static inline uint64_t ws_test_now_ns(void)
 }
 
 /* splitmix64: a tiny deterministic PRNG for test inputs. */
-static inline uint64_t ws_test_rand(uint64_t *s)
+static inline uint64_t wt_test_rand(uint64_t *s)
 {
 	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
 

@@ -204,7 +204,7 @@ TEST(stress_owner_and_thieves_exactly_once)
 	uint64_t next = 0, seed = 42, want_sum = 0, want_xsum = 0, i;
 	void *x;
 
-	s.nr_items = (uint64_t)ws_test_scaled(5500000);
+	s.nr_items = (uint64_t)wt_test_scaled(5500000);
 	s.taken = calloc(s.nr_items, 1);
 	ASSERT_NE(NULL, s.taken);
 	s.dq = ws_deque_create(64);
@@ -213,7 +213,7 @@ TEST(stress_owner_and_thieves_exactly_once)
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, stress_thief, &s));
 
 	while (next < s.nr_items) {
-		uint64_t r = ws_test_rand(&seed);
+		uint64_t r = wt_test_rand(&seed);
 		uint64_t burst = (r & 7) == 0 ? 1 + (r >> 8) % 32768 : 1 + (r >> 8) % 64;
 		uint64_t keep = (r >> 40) % 4;	/* items left for thieves */
 

@@ -240,9 +240,9 @@ TEST(silent_loader_times_out_instead_of_hanging)
 	ASSERT_EQ(0, fake_start(&f, WS_HINT_ABI_VERSION));
 	/* Read by the server at its next accept: ours is the first. */
 	__atomic_store_n(&f.silent, true, __ATOMIC_RELAXED);
-	t0 = ws_test_now_ns();
+	t0 = wt_test_now_ns();
 	EXPECT_EQ(-ETIMEDOUT, ws_thread_register());
-	EXPECT_GT(5000000000ull, ws_test_now_ns() - t0);
+	EXPECT_GT(5000000000ull, wt_test_now_ns() - t0);
 	EXPECT_FALSE(ws_thread_registered());
 	fake_stop(&f);
 }
@@ -363,7 +363,7 @@ TEST(lock_release_leaving_the_outermost_section_hands_a_grace_back)
 
 static double pair_ns(long n)
 {
-	uint64_t t0 = ws_test_now_ns();
+	uint64_t t0 = wt_test_now_ns();
 	long i;
 
 	for (i = 0; i < n; i++) {
@@ -371,13 +371,13 @@ static double pair_ns(long n)
 		__asm__ __volatile__("" ::: "memory");
 		ws_critical_exit();
 	}
-	return (double)(ws_test_now_ns() - t0) / n;
+	return (double)(wt_test_now_ns() - t0) / n;
 }
 
 TEST(cost_of_critical_enter_exit_registered_and_private)
 {
 	static struct fake_loader f;
-	long n = ws_test_scaled(20000000);
+	long n = wt_test_scaled(20000000);
 	double reg_ns, priv_ns;
 
 	ASSERT_EQ(0, fake_start(&f, WS_HINT_ABI_VERSION));

@@ -86,7 +86,7 @@ static void run_contention(struct __test_metadata *_metadata, enum kind k)
 	s.kind = k;
 	/* A ticket lock hands over in FIFO order even to a preempted waiter:
 	 * with more threads than CPUs a handover can cost a time slice. */
-	s.iters = ws_test_scaled(k == TICKET ? 5000 : 20000);
+	s.iters = wt_test_scaled(k == TICKET ? 5000 : 20000);
 	for (i = 0; i < NR_THREADS; i++)
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, contend, &s));
 	for (i = 0; i < NR_THREADS; i++)
@@ -187,14 +187,14 @@ TEST(ticketlock_serves_in_arrival_order_records_and_marks_its_waiters)
 	for (i = 0; i < FIFO_WAITERS; i++) {
 		uint32_t t = (uint32_t)i + 1;
 
-		t0 = ws_test_now_ns();
+		t0 = wt_test_now_ns();
 		args[i] = (struct fifo_arg){ &f, i };
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, fifo_waiter, &args[i]));
 		/* Start the next one only once this one holds its ticket
 		 * and has said so in who[]. */
 		while (__atomic_load_n(&f.l.next, __ATOMIC_ACQUIRE) != t + 1 ||
 		       __atomic_load_n(&f.l.who[t % WS_TICKET_WHO], __ATOMIC_RELAXED) >> 32 != t) {
-			ASSERT_LT(ws_test_now_ns() - t0, 10000000000ull) TH_LOG("waiter %d never queued", i);
+			ASSERT_LT(wt_test_now_ns() - t0, 10000000000ull) TH_LOG("waiter %d never queued", i);
 			usleep(100);
 		}
 		EXPECT_EQ((uint64_t)t << 32 | (uint32_t)__atomic_load_n(&f.tid[i], __ATOMIC_RELAXED),
@@ -280,7 +280,7 @@ TEST(ticketlock_exclusive_when_oversubscribed_and_stalling)
 	/* At least 10 sleeps per thread, and a common start: in the TSan
 	 * build (4% of 1000 iterations) on a loaded host, each thread was
 	 * done before the next one was created, so nothing ever waited. */
-	s.iters = ws_test_scaled(1000);
+	s.iters = wt_test_scaled(1000);
 	if (s.iters < 160)
 		s.iters = 160;
 	ASSERT_EQ(0, pthread_barrier_init(&s.go, NULL, n));
@@ -343,10 +343,10 @@ TEST(mutex_waiter_sleeps_in_the_kernel_and_is_woken)
 	ws_mutex_lock(&k.m);
 	ASSERT_EQ(0, pthread_create(&th, NULL, park_waiter, &k));
 	/* The waiter spins ~20 us, then marks the mutex contended and sleeps. */
-	t0 = ws_test_now_ns();
+	t0 = wt_test_now_ns();
 	while (__atomic_load_n(&k.m.state, __ATOMIC_ACQUIRE) != 2 ||
 	       (st = thread_state(__atomic_load_n(&k.tid, __ATOMIC_ACQUIRE))) != 'S') {
-		ASSERT_LT(ws_test_now_ns() - t0, 10000000000ull)
+		ASSERT_LT(wt_test_now_ns() - t0, 10000000000ull)
 			TH_LOG("waiter not asleep after 10 s: state %u, thread %c", k.m.state, st);
 		usleep(1000);
 	}
@@ -378,16 +378,16 @@ TEST(register_without_scheduler_fails_cleanly_and_changes_nothing)
 
 TEST(cost_of_critical_enter_exit_unregistered)
 {
-	long n = ws_test_scaled(20000000), i;
+	long n = wt_test_scaled(20000000), i;
 	uint64_t t0, t1;
 
-	t0 = ws_test_now_ns();
+	t0 = wt_test_now_ns();
 	for (i = 0; i < n; i++) {
 		ws_critical_enter();
 		__asm__ __volatile__("" ::: "memory");
 		ws_critical_exit();
 	}
-	t1 = ws_test_now_ns();
+	t1 = wt_test_now_ns();
 	EXPECT_EQ(0, ws_critical_depth());
 	TH_LOG("ws_critical_enter+exit, private slot: %.2f ns per pair (%ld pairs)",
 	       (double)(t1 - t0) / n, n);

@@ -72,7 +72,7 @@ static long fib_spawns(int n)
 
 static int fib_n(void)
 {
-	long s = ws_test_scaled(100);
+	long s = wt_test_scaled(100);
 
 	return s >= 100 ? 27 : s >= 20 ? 24 : 18;
 }
@@ -183,7 +183,7 @@ static long nq_serial(int n, int row, int *cols)
 
 TEST(nqueens_equals_serial_p1_to_p8)
 {
-	int n = ws_test_scaled(100) >= 100 ? 9 : 7, cols[16];
+	int n = wt_test_scaled(100) >= 100 ? 9 : 7, cols[16];
 	long want = nq_serial(n, 0, cols);
 	unsigned P;
 
@@ -245,7 +245,7 @@ static int msort_task(struct ws_worker *w, void *arg)
 
 TEST(sort_equals_serial_p1_to_p8)
 {
-	long n = ws_test_scaled(200000), i;
+	long n = wt_test_scaled(200000), i;
 	int *in = malloc(sizeof(int) * n), *want = malloc(sizeof(int) * n);
 	int *a = malloc(sizeof(int) * n), *tmp = malloc(sizeof(int) * n);
 	uint64_t seed = 7;
@@ -253,7 +253,7 @@ TEST(sort_equals_serial_p1_to_p8)
 
 	ASSERT_TRUE(in && want && a && tmp);
 	for (i = 0; i < n; i++)
-		in[i] = (int)(ws_test_rand(&seed) % 1000000);
+		in[i] = (int)(wt_test_rand(&seed) % 1000000);
 	memcpy(want, in, sizeof(int) * n);
 	qsort(want, n, sizeof(int), cmp_int);
 	for (P = 1; P <= 8; P++) {
@@ -372,9 +372,9 @@ TEST(spawned_leaves_spread_over_workers)
 	ASSERT_NE(NULL, p);
 	memset(&s, 0xff, sizeof(s));
 	usleep(20000);		/* let the workers park first */
-	t0 = ws_test_now_ns();
+	t0 = wt_test_now_ns();
 	ASSERT_EQ(0, ws_pool_run(p, spawn_16_then_sync, &s));
-	el = ws_test_now_ns() - t0;
+	el = wt_test_now_ns() - t0;
 	for (i = 0; i < 4; i++) {
 		for (k = 0; k < 16; k++)
 			if (s.worker[k] == i)
@@ -415,7 +415,7 @@ static double cpu_now(void)
 static int wait_for_stolen_child(struct ws_worker *w, void *arg)
 {
 	struct slow_child *c = arg;
-	uint64_t t0 = ws_test_now_ns();
+	uint64_t t0 = wt_test_now_ns();
 	struct ws_task t;
 	double c0;
 	int r;
@@ -423,7 +423,7 @@ static int wait_for_stolen_child(struct ws_worker *w, void *arg)
 	c->root_worker = (int)ws_worker_index(w);
 	ws_spawn(w, &t, slow_child_task, c);
 	/* Let a thief take it: serve its request until the child starts. */
-	while (!atomic_load(&c->started) && ws_test_now_ns() - t0 < 2000000000ull)
+	while (!atomic_load(&c->started) && wt_test_now_ns() - t0 < 2000000000ull)
 		ws_poll(w);
 	c0 = cpu_now();
 	r = ws_sync(w, &t);
@@ -613,7 +613,7 @@ static void *storm_thread(void *arg)
 TEST(external_submission_storm)
 {
 	enum { NR_THREADS = 8 };
-	struct storm s = { mkpool(4, false), 0, 64 * ws_test_scaled(300), 0 };
+	struct storm s = { mkpool(4, false), 0, 64 * wt_test_scaled(300), 0 };
 	pthread_t th[NR_THREADS];
 	struct ws_worker_stats st;
 	int i;
@@ -692,10 +692,10 @@ static void *cycle_thread(void *arg)
 
 	for (i = 0; i < c->n; i++) {
 		struct ws_job j;
-		uint64_t w0 = ws_test_now_ns();
+		uint64_t w0 = wt_test_now_ns();
 
 		while (i > 0 && total_parks(c->p) == parks) {
-			if (ws_test_now_ns() - w0 > 10000000000ull) {
+			if (wt_test_now_ns() - w0 > 10000000000ull) {
 				c->err = -ETIMEDOUT;	/* nobody fell asleep */
 				return NULL;
 			}
@@ -718,8 +718,8 @@ TEST(million_park_wake_cycles)
 	enum { NR = 4 };
 	struct cycler c[NR];
 	pthread_t th[NR];
-	long n = ws_test_scaled(1000000), parks = 0, wakeups = 0;
-	uint64_t t0 = ws_test_now_ns();
+	long n = wt_test_scaled(1000000), parks = 0, wakeups = 0;
+	uint64_t t0 = wt_test_now_ns();
 	int i;
 
 	for (i = 0; i < NR; i++) {
@@ -744,7 +744,7 @@ TEST(million_park_wake_cycles)
 		ASSERT_EQ(0, ws_pool_destroy(c[i].p));
 	}
 	TH_LOG("%ld cycles in %.2f s: parks %ld wakeups %ld", n / NR * NR,
-	       (ws_test_now_ns() - t0) / 1e9, parks, wakeups);
+	       (wt_test_now_ns() - t0) / 1e9, parks, wakeups);
 	EXPECT_GE(parks, n / NR * NR);
 	EXPECT_GE(wakeups, n / NR * NR - NR);
 }
@@ -773,9 +773,9 @@ static int busy_task(struct ws_worker *w, void *arg)
 static int late_submitter(struct ws_worker *w, void *arg)
 {
 	struct busy *b = arg;
-	uint64_t t0 = ws_test_now_ns();
+	uint64_t t0 = wt_test_now_ns();
 
-	while (ws_test_now_ns() - t0 < 20000000000ull) {
+	while (wt_test_now_ns() - t0 < 20000000000ull) {
 		struct ws_job j;
 		int r = ws_pool_submit(b->p, &j, NULL, fail_task, NULL);
 
@@ -797,7 +797,7 @@ TEST(destroy_while_busy)
 	struct ws_pool *p = mkpool(4, false);
 	static struct ws_job jobs[33];
 	static struct busy b[33];
-	int i, n = ws_test_scaled(100) >= 100 ? 22 : 16;
+	int i, n = wt_test_scaled(100) >= 100 ? 22 : 16;
 
 	ASSERT_NE(NULL, p);
 	for (i = 0; i < 32; i++) {
@@ -1124,13 +1124,13 @@ TEST(idle_pool_uses_under_1pct_cpu)
 	usleep(10000);		/* and the last one asleep in the kernel */
 	for (i = 0; i < np; i++)
 		ASSERT_LE(0, r0[i] = thread_run_ns(pool[i])) TH_LOG("no schedstat for thread %d", pool[i]);
-	t0 = ws_test_now_ns();
+	t0 = wt_test_now_ns();
 	usleep(500000);
 	for (i = 0; i < np; i++) {
 		ASSERT_LE(0, run = thread_run_ns(pool[i]));
 		cpu += (run - r0[i]) / 1e9;
 	}
-	t1 = ws_test_now_ns();
+	t1 = wt_test_now_ns();
 	wall = (t1 - t0) / 1e9;
 	TH_LOG("idle: the pool's %d threads ran %.3f ms in %.3f s (%.3f%% of one CPU)", np,
 	       cpu * 1e3, wall, 100 * cpu / wall);
