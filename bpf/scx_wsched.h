@@ -27,7 +27,7 @@
 /*
  * Per-CPU event counters, the value of the one-entry per-CPU array
  * `wsched_stats`. Documentation/scheduler.md describes each field; keep the
- * order in sync with wsched_stat_names[] in the loader.
+ * order in sync with stat_names[] in the loader (scx_wsched.c).
  */
 struct wsched_stats {
 	__u64 nr_enqueued;		/* ops.enqueue() inserted into a CPU deque */

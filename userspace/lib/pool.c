@@ -35,7 +35,7 @@
  * Idle policy. The pool's idle word counts sleeping (high half) and
  * searching (low half) workers. A worker out of work becomes a searcher if
  * fewer than max_searching are (else it parks at once), steals from random
- * victims (cache-sharing ones first when pinned), then the public queue; it
+ * victims (cache-sharing ones first), then the public queue; it
  * spins with pause between rounds for spin_ns, then yields between rounds
  * (Arora, Blumofe & Plaxton) for yield_ns, then parks. A yield is directed
  * (yield_internal.h) at a worker that holds unshared work it was asked for

@@ -10,7 +10,7 @@
  * - a task running on a worker forks children with ws_spawn and joins them
  *   with ws_sync (wsched/task.h): no allocation, no syscall, no lock.
  * Idle workers first steal from other workers (random victims, those that
- * share a cache first when workers are pinned), then take from the public
+ * share a cache first), then take from the public
  * queue; then they spin for a while measured in time, then yield between
  * failed steal rounds, then park on a futex. At most max_searching workers
  * look for work at once; the others park at once. A fully idle pool sleeps
@@ -53,10 +53,14 @@ struct ws_pool_attr {
 	unsigned deque_size;	/* spawn slots per worker; default 8192.
 				 * Spawns nested deeper stay private: their
 				 * syncs run them on this worker. */
-	size_t stack_size;	/* worker stack; default 8 MiB */
+	size_t stack_size;	/* worker stack; default (0): the pthread
+				 * default (glibc: RLIMIT_STACK's soft limit,
+				 * 8 MiB when that is unlimited) */
 	bool pin;		/* pin worker i to the i-th CPU of the affinity
-				 * mask (round robin); enables cache-aware
-				 * victim choice. Default false. */
+				 * mask (round robin). Default false. Victim
+				 * choice prefers workers sharing a cache
+				 * either way (unpinned ones by the CPU they
+				 * last ran on). */
 	bool no_spin;		/* park as soon as a steal round fails (tests) */
 	enum ws_yield_path yield_path;	/* default WS_YIELD_AUTO: module, else
 				 * hint, else plain. Naming one that is not

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR BSD-2-Clause */
 /*
  * wsched_ioctl.h: the ABI of /dev/wsched, the misc device of wsched.ko
- * (kmod/wsched.c). Shared by the module, libwsched, the tests and, for its
- * constants, BPF programs; Documentation/kmod.md explains the design.
+ * (kmod/wsched.c). Shared by the module, libwsched and the tests; it also
+ * compiles in a BPF program (for its constants; none includes it now).
+ * Documentation/kmod.md explains the design.
  *
  * WSCHED_IOC_YIELD_TO gives the caller's CPU to another thread of the
  * caller's own thread group: the kernel's yield_to(), which under EEVDF
