@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -72,7 +73,54 @@ struct hint_server {
 	struct hint_conn conns[WS_HINT_MAX_PROCS];
 	unsigned long nr_accepted, nr_refused;
 	unsigned long threads_refused_gone;	/* nr_refused of processes that left */
+	int max_procs;		/* registrations the descriptor limit allows */
+	int spare;		/* a descriptor to give up when accept4 hits EMFILE */
 };
+
+/* Descriptors per registered process (socket, pidfd, map) and for the
+ * loader itself (libbpf's objects, the listening socket, stdio). */
+#define HINT_FDS_PER_PROC	3
+#define HINT_FDS_RESERVED	128
+
+/*
+ * Make room for WS_HINT_MAX_PROCS registrations: raise the soft
+ * RLIMIT_NOFILE (the default 1024 held about 330), and the hard one too
+ * when it is lower and we may. Returns how many processes fit.
+ */
+static int hint_fd_room(void)
+{
+	rlim_t need = (rlim_t)WS_HINT_MAX_PROCS * HINT_FDS_PER_PROC + HINT_FDS_RESERVED;
+	struct rlimit rl;
+	long n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 0;
+	if (rl.rlim_cur < need) {
+		struct rlimit want = { need, rl.rlim_max > need ? rl.rlim_max : need };
+
+		if (setrlimit(RLIMIT_NOFILE, &want)) {
+			want.rlim_cur = rl.rlim_max < need ? rl.rlim_max : need;
+			want.rlim_max = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &want);
+		}
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	n = ((long)rl.rlim_cur - HINT_FDS_RESERVED) / HINT_FDS_PER_PROC;
+	return n < 0 ? 0 : n > (long)WS_HINT_MAX_PROCS ? (int)WS_HINT_MAX_PROCS : (int)n;
+}
+
+/*
+ * Refuse connection @sock with @reason (an errno the library returns):
+ * a hello with no descriptor and nr_slots 0 (Documentation/abi.md).
+ * Best effort: a client that is gone or whose buffer is full just sees
+ * the connection close.
+ */
+static void hint_refuse(int sock, int reason)
+{
+	struct ws_hint_hello no = { .abi_version = WS_HINT_ABI_VERSION, .reserved = (__u32)reason };
+
+	send(sock, &no, sizeof(no), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
 
 #define HINT_HDR_MAP_LEN	4096	/* the header's page */
 
@@ -93,6 +141,7 @@ static void hint_server_init(struct hint_server *hs)
 	memset(hs, 0, sizeof(*hs));
 	hs->lfd = -1;
 	hs->outer_fd = -1;
+	hs->spare = -1;
 }
 
 /* Group name or number -> gid; -1 if unknown. */
@@ -191,8 +240,13 @@ static int hint_server_start(struct hint_server *hs, const char *path, long gid,
 	umask(old_mask);
 	if (!err && gid >= 0 && (chown(path, 0, (gid_t)gid) || chmod(path, 0660)))
 		err = -errno;
-	if (!err && listen(fd, 64))
+	/* A backlog for a burst of registrations: a client waits up to 1 s. */
+	if (!err && listen(fd, WS_HINT_MAX_PROCS))
 		err = -errno;
+	if (!err) {
+		hs->max_procs = hint_fd_room();
+		hs->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
 	if (err) {
 		snprintf(why, why_len, "cannot serve %s: %s", path, strerror(-err));
 		close(fd);
@@ -269,10 +323,24 @@ static void hint_accept(struct hint_server *hs)
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	struct hint_conn c = { .pidfd = -1, .map_fd = -1 };
-	int i;
+	int i, reason = EAGAIN;
 
 	memset(&cbuf, 0, sizeof(cbuf));		/* no stack bytes in the cmsg padding */
 	c.sock = accept4(hs->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (c.sock < 0 && (errno == EMFILE || errno == ENFILE) && hs->spare >= 0) {
+		/* Out of descriptors: the connection would stay queued and
+		 * wake every poll at once. Take it with the spare one and
+		 * refuse it, then take the spare back. */
+		close(hs->spare);
+		c.sock = accept4(hs->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (c.sock >= 0) {
+			hint_refuse(c.sock, EMFILE);
+			close(c.sock);
+			hs->nr_refused++;
+		}
+		hs->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		return;
+	}
 	if (c.sock < 0)
 		return;
 	if (getsockopt(c.sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.pid <= 0)
@@ -287,12 +355,16 @@ static void hint_accept(struct hint_server *hs)
 			hint_conn_close(hs, i);
 			break;
 		}
-	if (hs->nr >= (int)WS_HINT_MAX_PROCS || hs->outer_fd < 0)
+	if (hs->nr >= hs->max_procs || hs->outer_fd < 0) {
+		reason = EUSERS;	/* as many processes as it serves */
 		goto refuse;
+	}
 	c.map_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "ws_hint_slots", sizeof(__u32),
 				  WS_HINT_SLOT_SIZE, WS_HINT_NR_SLOTS, &opts);
-	if (c.map_fd < 0)
+	if (c.map_fd < 0) {
+		reason = c.map_fd == -EMFILE || c.map_fd == -ENFILE ? EMFILE : ENOMEM;
 		goto refuse;
+	}
 	c.hdr = mmap(NULL, HINT_HDR_MAP_LEN, PROT_READ, MAP_SHARED, c.map_fd, 0);
 	if (c.hdr == MAP_FAILED)
 		c.hdr = NULL;	/* only the refusal count is lost */
@@ -312,6 +384,7 @@ static void hint_accept(struct hint_server *hs)
 	hs->nr_accepted++;
 	return;
 refuse:
+	hint_refuse(c.sock, reason);
 	hs->nr_refused++;
 	if (c.hdr)
 		munmap((void *)c.hdr, HINT_HDR_MAP_LEN);
@@ -388,6 +461,9 @@ static void hint_server_stop(struct hint_server *hs)
 		unlink(hs->path);
 	}
 	hs->lfd = -1;
+	if (hs->spare >= 0)
+		close(hs->spare);
+	hs->spare = -1;
 }
 
 #endif /* __SCX_WSCHED_HINTSRV_H */

@@ -508,6 +508,119 @@ TEST_F_TIMEOUT(hint, thousand_threads_of_one_process_all_registered, 180)
 	EXPECT_EQ(refused1, wt_json_fresh(OUT_FILE, "hint_threads_refused", 10));
 }
 
+/* ------------------------------------------------ many processes */
+
+#define MANY_PROCS	1100
+
+struct procs_shared {
+	volatile int rc[MANY_PROCS];
+	volatile int done;
+};
+
+/* utime + stime of process @pid, in seconds; -1 if unreadable. */
+static double proc_cpu_s(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut, st;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			 &ut, &st) != 2)
+		return -1;
+	return (double)(ut + st) / sysconf(_SC_CLK_TCK);
+}
+
+/*
+ * 1100 processes register, in waves of MANY_WAVE that each wait for their
+ * answers: as many as the loader serves (1024 in all) are accepted, every
+ * other one is refused with its reason (-EUSERS), none times out; and the
+ * loader stays idle while they all wait (it once kept its default 1024
+ * descriptors, accepted about 330 and then spun on the queued rest, which
+ * timed out). The
+ * waves keep each within the client's 1 s wait: in the emulated guest the
+ * loader answers only about 100 a second while a burst of forks competes
+ * with it.
+ */
+#define MANY_WAVE	50
+
+TEST_F_TIMEOUT(hint, eleven_hundred_processes_register, 400)
+{
+	struct procs_shared *sh = shared_mem(sizeof(*sh));
+	int p, ok = 0, users = 0, timedout = 0, other = 0, first_other = 0, hold[2];
+	long long procs0;
+	double c0, c1, t0;
+	pid_t kid;
+
+	ASSERT_NE(NULL, sh);
+	ASSERT_EQ(0, pipe2(hold, O_CLOEXEC));
+	procs0 = wt_json_fresh(OUT_FILE, "hint_procs", 10);
+	ASSERT_LE(0, procs0);
+	for (p = 0; p < MANY_PROCS; p++) {
+		if (p % MANY_WAVE == 0)
+			ASSERT_TRUE(wait_flag(&sh->done, p, 60))
+				TH_LOG("%d of %d processes got an answer", sh->done, p);
+		kid = fork();
+		ASSERT_LE(0, kid);
+		if (!kid) {
+			char c;
+
+			sh->rc[p] = ws_thread_register();
+			__atomic_add_fetch(&sh->done, 1, __ATOMIC_SEQ_CST);
+			/* Sleep until the test closes the pipe: 1100 pollers
+			 * would compete with the loader for the CPU. */
+			close(hold[1]);
+			while (read(hold[0], &c, 1) < 0 && errno == EINTR)
+				;
+			_exit(0);
+		}
+	}
+	ASSERT_TRUE(wait_flag(&sh->done, MANY_PROCS, 300))
+		TH_LOG("%d of %d processes got an answer", sh->done, MANY_PROCS);
+	/* While they all wait, registered or refused, the loader idles. */
+	c0 = proc_cpu_s(self->pid);
+	t0 = wt_now();
+	wt_sleep(3);
+	c1 = proc_cpu_s(self->pid);
+	for (p = 0; p < MANY_PROCS; p++) {
+		int rc = sh->rc[p];
+
+		if (!rc)
+			ok++;
+		else if (rc == -EUSERS)
+			users++;
+		else if (rc == -ETIMEDOUT)
+			timedout++;
+		else if (!other++)
+			first_other = rc;
+	}
+	TH_LOG("accepted %d, refused %d (-EUSERS), timed out %d, other %d (first %d); "
+	       "%lld registered before; loader CPU %.1f%% over %.1f s after", ok, users, timedout,
+	       other, first_other, procs0, 100 * (c1 - c0) / (wt_now() - t0), wt_now() - t0);
+	EXPECT_EQ(0, timedout);
+	EXPECT_EQ(0, other);
+	EXPECT_EQ((int)WS_HINT_MAX_PROCS - procs0, ok);
+	EXPECT_EQ(MANY_PROCS - ok, users);
+	/* Idle, not spinning: a loader looping on a queue it cannot accept
+	 * from burns a whole CPU; an idle one polls its 2049 descriptors
+	 * every 100 ms, which costs 5-9% of an emulated CPU here. */
+	EXPECT_LE(0, c0);
+	EXPECT_LT((c1 - c0) / (wt_now() - t0), 0.2);
+	close(hold[1]);
+	close(hold[0]);
+	while (wait(NULL) > 0)
+		;
+	for (t0 = wt_now(); wt_now() < t0 + 30;)
+		if (wt_json_fresh(OUT_FILE, "hint_procs", 5) == procs0)
+			break;
+	EXPECT_EQ(procs0, wt_json_last(OUT_FILE, "hint_procs")) TH_LOG("entries left behind");
+}
+
 /* ------------------------------------------------ pool workers */
 
 /* Count the slots of array @fd owned by a thread, and those in @state. */

@@ -101,7 +101,12 @@ static int recv_map(int sock)
 		    c->cmsg_len == CMSG_LEN(sizeof(int)))
 			memcpy(&fd, CMSG_DATA(c), sizeof(int));
 	if (n == 0)
-		return -ECONNRESET;	/* the loader refused (table full) */
+		return -ECONNRESET;	/* closed without a word */
+	/* A refusal: a hello without a descriptor, nr_slots 0 and the
+	 * reason (an errno) in reserved. */
+	if (fd < 0 && n == sizeof(hello) && !hello.nr_slots && hello.reserved &&
+	    hello.reserved < 4096)
+		return -(int)hello.reserved;
 	if (fd < 0)
 		return -EPROTO;
 	if (n != sizeof(hello) || hello.abi_version != WS_HINT_ABI_VERSION ||

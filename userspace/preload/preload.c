@@ -155,6 +155,9 @@ static void report(int err)
 	case -EPROTO:
 		why = "the scx_wsched loader speaks another hint ABI at";
 		break;
+	case -EUSERS:
+		why = "the scx_wsched loader serves as many processes as it can at";
+		break;
 	default:
 		why = "registration failed with the loader at";
 		break;

@@ -95,13 +95,16 @@ struct ws_hint_header {
 
 /*
  * Sent by the loader with the map fd (SCM_RIGHTS) in one message, right
- * after it accepted a connection.
+ * after it accepted a connection. A refusal is the same message without a
+ * descriptor, with nr_slots 0 and the reason, an errno, in reserved
+ * (EUSERS: as many processes registered as the loader serves; EMFILE: out
+ * of descriptors; ENOMEM: no memory for the array).
  */
 struct ws_hint_hello {
 	__u32 abi_version;	/* WS_HINT_ABI_VERSION of the loader */
-	__u32 nr_slots;		/* WS_HINT_NR_SLOTS */
+	__u32 nr_slots;		/* WS_HINT_NR_SLOTS; 0: refused */
 	__u32 slot_size;	/* WS_HINT_SLOT_SIZE */
-	__u32 reserved;		/* 0 */
+	__u32 reserved;		/* 0; when refused, the reason (an errno) */
 };
 
 #ifndef __bpf__

@@ -50,7 +50,9 @@ extern "C" {
  * hints, -EACCES when the socket is not ours to use, -ENOSPC when every
  * slot of the process is taken, -EPROTO on a version mismatch, -ETIMEDOUT
  * when the loader did not answer within 1 s, -EAGAIN/-ENOMEM when no
- * thread-specific key was left for releasing the slot at thread exit.
+ * thread-specific key was left for releasing the slot at thread exit, or
+ * the loader's reason for refusing the process (-EUSERS: it serves as many
+ * processes as it can; -EMFILE, -ENOMEM).
  * On failure the thread keeps working with its private slot.
  * Pool workers register themselves; the slot is released at thread exit.
  */
