@@ -1357,23 +1357,26 @@ TEST_F_TIMEOUT(hint, grace_granted_to_a_slot_outside_the_probe_window, 60)
  */
 TEST_F_TIMEOUT(hint, grace_granted_in_a_pid_namespace, 60)
 {
+	static const struct {
+		enum spin_where where;
+		const char *what;
+	} runs[] = {
+		{ SPIN_PID_NS, "libwsched" },
+		{ SPIN_PRELOAD_PID_NS, "wsched-run" },
+	};
 	struct cs_short r;
+	unsigned int i;
 	int ret;
 
-	spin_where = SPIN_PID_NS;
-	ret = cs_short_run(&r, SPIN_CS_SHORT);
-	spin_where = SPIN_HERE;
-	ASSERT_EQ(0, ret);
-	CS_SHORT_LOG(r);
-	EXPECT_LT(0, r.granted) TH_LOG("libwsched in a PID namespace got no grace");
-
-	spin_where = SPIN_PRELOAD_PID_NS;
-	ret = cs_short_run(&r, SPIN_CS_SHORT);
-	spin_where = SPIN_HERE;
-	ASSERT_EQ(0, ret);
-	CS_SHORT_LOG(r);
-	EXPECT_LT(0, r.granted) TH_LOG("wsched-run in a PID namespace got no grace");
-	EXPECT_LT(0, r.yielded) TH_LOG("no grace ended by the program's own unlock");
+	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		spin_where = runs[i].where;
+		ret = cs_short_run(&r, SPIN_CS_SHORT);
+		spin_where = SPIN_HERE;
+		ASSERT_EQ(0, ret) TH_LOG("%s", runs[i].what);
+		CS_SHORT_LOG(r);
+		EXPECT_LT(0, r.granted) TH_LOG("%s in a PID namespace got no grace", runs[i].what);
+		EXPECT_LT(0, r.yielded) TH_LOG("%s: no grace ended by its own yield", runs[i].what);
+	}
 }
 
 /*
