@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -75,7 +76,20 @@ struct hint_server {
 	unsigned long threads_refused_gone;	/* nr_refused of processes that left */
 	int max_procs;		/* registrations the descriptor limit allows */
 	int spare;		/* a descriptor to give up when accept4 hits EMFILE */
+	int ep;			/* epoll: the listening socket, every socket and pidfd */
 };
+
+/* epoll data: the listening socket, or a connection's tgid << 1 | is_pidfd
+ * (one connection per tgid at a time). */
+#define HINT_EP_LISTEN	(~0ULL)
+
+static void hint_ep_add(struct hint_server *hs, int fd, __u64 key, __u32 events)
+{
+	struct epoll_event ev = { .events = events, .data.u64 = key };
+
+	if (fd >= 0)
+		epoll_ctl(hs->ep, EPOLL_CTL_ADD, fd, &ev);
+}
 
 /* Descriptors per registered process (socket, pidfd, map) and for the
  * loader itself (libbpf's objects, the listening socket, stdio). */
@@ -142,6 +156,7 @@ static void hint_server_init(struct hint_server *hs)
 	hs->lfd = -1;
 	hs->outer_fd = -1;
 	hs->spare = -1;
+	hs->ep = -1;
 }
 
 /* Group name or number -> gid; -1 if unknown. */
@@ -246,6 +261,9 @@ static int hint_server_start(struct hint_server *hs, const char *path, long gid,
 	if (!err) {
 		hs->max_procs = hint_fd_room();
 		hs->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		hs->ep = epoll_create1(EPOLL_CLOEXEC);
+		if (hs->ep < 0)
+			err = -errno;
 	}
 	if (err) {
 		snprintf(why, why_len, "cannot serve %s: %s", path, strerror(-err));
@@ -254,6 +272,7 @@ static int hint_server_start(struct hint_server *hs, const char *path, long gid,
 		return err;
 	}
 	hs->lfd = fd;
+	hint_ep_add(hs, fd, HINT_EP_LISTEN, EPOLLIN);
 	strcpy(hs->path, path);
 	return 0;
 }
@@ -271,6 +290,9 @@ static void hint_conn_close(struct hint_server *hs, int i)
 
 	if (hs->outer_fd >= 0)
 		bpf_map_delete_elem(hs->outer_fd, &c->tgid);	/* ENOENT: fine */
+	epoll_ctl(hs->ep, EPOLL_CTL_DEL, c->sock, NULL);
+	if (c->pidfd >= 0)
+		epoll_ctl(hs->ep, EPOLL_CTL_DEL, c->pidfd, NULL);
 	close(c->sock);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
@@ -380,6 +402,8 @@ static void hint_accept(struct hint_server *hs)
 		goto refuse;
 	}
 	hs->conns[hs->nr++] = c;
+	hint_ep_add(hs, c.sock, (__u64)c.tgid << 1, EPOLLIN | EPOLLRDHUP);
+	hint_ep_add(hs, c.pidfd, (__u64)c.tgid << 1 | 1, EPOLLIN);
 	hint_publish(hs);
 	hs->nr_accepted++;
 	return;
@@ -418,31 +442,48 @@ static bool hint_conn_gone(struct hint_conn *c, short sock_ev, short pid_ev)
 	return false;
 }
 
-/* Wait up to @timeout_ms for events and handle them (a sleep when off). */
+/* The index of the connection of @tgid, or -1. */
+static int hint_conn_of(const struct hint_server *hs, __u32 tgid)
+{
+	int i;
+
+	for (i = 0; i < hs->nr; i++)
+		if (hs->conns[i].tgid == tgid)
+			return i;
+	return -1;
+}
+
+/*
+ * Wait up to @timeout_ms for events and handle them (a sleep when off).
+ * epoll, not poll: an idle round costs nothing per registered process.
+ */
 static void hint_server_poll(struct hint_server *hs, int timeout_ms)
 {
-	static struct pollfd pfd[1 + 2 * WS_HINT_MAX_PROCS];
-	int i, n = 0, nr;
+	static struct epoll_event evs[256];
+	bool listen_ready = false;
+	int i, k, n;
 
-	if (hs->lfd < 0) {
+	if (hs->lfd < 0 || hs->ep < 0) {
 		usleep(timeout_ms * 1000);
 		return;
 	}
-	nr = hs->nr;
-	for (i = 0; i < nr; i++) {
-		pfd[2 * i] = (struct pollfd){ hs->conns[i].sock, POLLIN | POLLRDHUP, 0 };
-		pfd[2 * i + 1] = (struct pollfd){ hs->conns[i].pidfd, POLLIN, 0 };
-	}
-	pfd[2 * nr] = (struct pollfd){ hs->lfd, POLLIN, 0 };
-	n = poll(pfd, 2 * nr + 1, timeout_ms);
-	if (n <= 0)
-		return;
-	/* Departures first (see "PID reuse" above), from the end so that
-	 * hint_conn_close's swap-with-last keeps the indices valid. */
-	for (i = nr - 1; i >= 0; i--)
-		if (hint_conn_gone(&hs->conns[i], pfd[2 * i].revents, pfd[2 * i + 1].revents))
+	n = epoll_wait(hs->ep, evs, sizeof(evs) / sizeof(evs[0]), timeout_ms);
+	/* Departures first (see "PID reuse" above). */
+	for (k = 0; k < n; k++) {
+		__u64 key = evs[k].data.u64;
+
+		if (key == HINT_EP_LISTEN) {
+			listen_ready = true;
+			continue;
+		}
+		i = hint_conn_of(hs, (__u32)(key >> 1));
+		if (i < 0)
+			continue;	/* closed earlier in this round */
+		if (key & 1 ? hint_conn_gone(&hs->conns[i], 0, (short)evs[k].events) :
+			      hint_conn_gone(&hs->conns[i], (short)evs[k].events, 0))
 			hint_conn_close(hs, i);
-	if (pfd[2 * nr].revents & POLLIN)
+	}
+	if (listen_ready)
 		for (i = 0; i < 64; i++) {	/* bounded per round */
 			unsigned long before = hs->nr_accepted + hs->nr_refused;
 
@@ -464,6 +505,9 @@ static void hint_server_stop(struct hint_server *hs)
 	if (hs->spare >= 0)
 		close(hs->spare);
 	hs->spare = -1;
+	if (hs->ep >= 0)
+		close(hs->ep);
+	hs->ep = -1;
 }
 
 #endif /* __SCX_WSCHED_HINTSRV_H */
