@@ -1270,16 +1270,18 @@ static __always_inline void yield_behind_all(struct task_struct *from)
  * head's, and a waiter spinning with sched_yield() on a lock whose holder
  * waits on the same CPU yielded for nothing. The yielder's vtime goes just
  * past the head's: it pays with its own place, never anyone else's.
+ * Returns whether a task waited on the deque.
  */
-static __always_inline void yield_behind_head(struct task_struct *from)
+static __always_inline bool yield_behind_head(struct task_struct *from)
 {
 	struct task_struct *head = __COMPAT_scx_bpf_dsq_peek(bpf_get_smp_processor_id());
 
 	if (!head)
-		return;
+		return false;
 	STAT_INC(nr_yield_head);
 	if (time_before(from->scx.dsq_vtime, head->scx.dsq_vtime + 1))
 		scx_bpf_task_set_dsq_vtime(from, head->scx.dsq_vtime + 1);
+	return true;
 }
 
 bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *to)
@@ -1304,17 +1306,24 @@ bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *
 			bpf_task_release(t);
 		} else if (acting && hint_yield_to_all(acting)) {
 			yield_behind_all(from);
-		} else {
-			yield_behind_head(from);
+		} else if (!yield_behind_head(from) && !scx_bpf_dsq_nr_queued(WS_DSQ_LOCAL)) {
+			/* A plain yield that nobody waits behind on this CPU
+			 * keeps it: it returns at once, as under EEVDF,
+			 * instead of a trip through stopping, enqueue and
+			 * dispatch that picks the yielder again. (A
+			 * yield-to-all still takes the trip: a THIEF's
+			 * dispatch may pull a queued WORKER of its process.) */
+			wsched_hint_yield(from, hc, s, false);
+			return false;
 		}
 		scx_bpf_task_set_slice(from, 0);
-		wsched_hint_yield(from, hc, s);
+		wsched_hint_yield(from, hc, s, true);
 		return false;
 	}
 	STAT_INC(nr_yield_to);
 	if (!yield_towards(from, to, false))
 		return false;
-	wsched_hint_yield(from, hc, s);
+	wsched_hint_yield(from, hc, s, true);
 	return true;
 }
 

@@ -438,10 +438,12 @@ static __always_inline bool hint_yield_to_all(struct ws_hint_slot *s)
  * run: the yield kept the CPU). Lets nr_cs_yielded tell a section holder's
  * (or a ticket lock's queued waiter's) own yield from a preemption. A tick
  * between the yield and the switch (a few instructions with interrupts on)
- * makes one yield count as a preemption; accepted.
+ * makes one yield count as a preemption; accepted. @switching is false for
+ * a yield that keeps the CPU (nobody waited): it still ends a pending
+ * grace, but no stop follows it.
  */
 static __always_inline void wsched_hint_yield(struct task_struct *p, struct hint_ctx *hc,
-					      struct ws_hint_slot *s)
+					      struct ws_hint_slot *s, bool switching)
 {
 	if (!s)
 		return;
@@ -453,6 +455,8 @@ static __always_inline void wsched_hint_yield(struct task_struct *p, struct hint
 			STAT_INC(nr_grace_yielded);
 		hint_grace_end(hc, s);
 	}
+	if (!switching)
+		return;		/* it keeps running: no stop follows */
 	if (!hc)
 		hc = bpf_task_storage_get(&hint_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (hc)
