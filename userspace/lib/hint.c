@@ -255,8 +255,9 @@ int ws_thread_register(void)
 			break;
 		}
 	}
-	/* ...then any free slot, which the scheduler must be told about. */
-	for (i = 1; !s && i < WS_HINT_NR_SLOTS; i++) {
+	/* ...then any free slot after it, which the scheduler must be told
+	 * about: the NR_SLOTS - PROBE indices outside the window. */
+	for (i = 0; !s && i < WS_HINT_NR_SLOTS - WS_HINT_PROBE; i++) {
 		idx = (tid + WS_HINT_PROBE + i) % WS_HINT_NR_SLOTS;
 		if (idx && claim(&slots[idx], tid)) {
 			s = &slots[idx];

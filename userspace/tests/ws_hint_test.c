@@ -187,6 +187,15 @@ TEST(full_probe_window_claims_elsewhere_and_full_array_gives_enospc)
 	EXPECT_FALSE(ws_thread_registered());
 	EXPECT_EQ(1, h->nr_refused);
 	EXPECT_EQ(0, h->zero[1]) TH_LOG("the header was claimed");
+	/* The one free slot is the first after the window: found. */
+	idx = (me + WS_HINT_PROBE) % WS_HINT_NR_SLOTS;
+	if (!idx)
+		idx = 1;
+	f.slots[0][idx].owner_tid = 0;
+	EXPECT_EQ(0, ws_thread_register());
+	EXPECT_EQ((uint32_t)me, f.slots[0][idx].owner_tid);
+	ws_thread_unregister();
+	f.slots[0][idx].owner_tid = other;
 	f.slots[0][(me + 5) % WS_HINT_NR_SLOTS].owner_tid = 0;
 	if ((me + 5) % WS_HINT_NR_SLOTS == 0)
 		f.slots[0][(me + 6) % WS_HINT_NR_SLOTS].owner_tid = 0;
