@@ -259,11 +259,13 @@ static int hint_server_start(struct hint_server *hs, const char *path, long gid,
 	if (!err && listen(fd, WS_HINT_MAX_PROCS))
 		err = -errno;
 	if (!err) {
-		hs->max_procs = hint_fd_room();
-		hs->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		hs->ep = epoll_create1(EPOLL_CLOEXEC);
 		if (hs->ep < 0)
 			err = -errno;
+	}
+	if (!err) {
+		hs->max_procs = hint_fd_room();
+		hs->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	}
 	if (err) {
 		snprintf(why, why_len, "cannot serve %s: %s", path, strerror(-err));

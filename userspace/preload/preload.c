@@ -253,13 +253,6 @@ __attribute__((constructor)) static void preload_init(void)
 
 /* ---------------------------------------------------------- the real calls */
 
-/*
- * The next definition of @name after this library. The address is kept for
- * the life of the process, so the library that holds it must stay mapped:
- * a program may dlopen a plugin that pulls in libgomp, dlclose it and open
- * it again elsewhere. Marking that library RTLD_NODELETE (it is loaded
- * already: RTLD_NOLOAD) keeps it mapped until exit.
- */
 struct find_names {
 	char *names[128];
 	int nr;
@@ -304,6 +297,13 @@ static void *resolve_local(const char *name)
 	return f;
 }
 
+/*
+ * The next definition of @name after this library. The address is kept for
+ * the life of the process, so the library that holds it must stay mapped:
+ * a program may dlopen a plugin that pulls in libgomp, dlclose it and open
+ * it again elsewhere. Marking that library RTLD_NODELETE (it is loaded
+ * already: RTLD_NOLOAD) keeps it mapped until exit.
+ */
 static void *resolve(const char *name)
 {
 	void *f = dlsym(RTLD_NEXT, name);
@@ -368,8 +368,7 @@ static void *start_thread(void *p)
 	struct start st = *(struct start *)p;
 
 	free(p);
-	if (__atomic_load_n(&proc_state, __ATOMIC_RELAXED) != PROC_OFF)
-		register_self();
+	register_self();
 	return st.fn(st.arg);
 }
 
@@ -457,17 +456,13 @@ EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
  * robust mutex's EOWNERDEAD included), and an error found before it released
  * anything leaves the depth as it was.
  */
-static inline void cond_leave(void)
-{
-	exit_if(FAM_LOCKS);
-}
 
 REAL(int, pthread_cond_wait, pthread_cond_t *, pthread_mutex_t *)
 EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
 	int rc;
 
-	cond_leave();
+	exit_if(FAM_LOCKS);
 	rc = get_pthread_cond_wait()(c, m);
 	enter_if(FAM_LOCKS);
 	return rc;
@@ -478,7 +473,7 @@ EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const s
 {
 	int rc;
 
-	cond_leave();
+	exit_if(FAM_LOCKS);
 	rc = get_pthread_cond_timedwait()(c, m, ts);
 	enter_if(FAM_LOCKS);
 	return rc;
@@ -491,7 +486,7 @@ EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid
 {
 	int rc;
 
-	cond_leave();
+	exit_if(FAM_LOCKS);
 	rc = get_pthread_cond_clockwait()(c, m, clk, ts);
 	enter_if(FAM_LOCKS);
 	return rc;
