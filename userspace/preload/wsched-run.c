@@ -80,8 +80,9 @@ static char *find_program(const char *name)
 		size_t n = strcspn(path, ":");
 		struct stat st;
 
-		if (snprintf(buf, sizeof(buf), "%.*s%s%s", (int)n, n ? path : ".",
-			     "/", name) < (int)sizeof(buf) &&
+		/* An empty PATH entry is the current directory. */
+		if (snprintf(buf, sizeof(buf), "%.*s/%s", n ? (int)n : 1, n ? path : ".",
+			     name) < (int)sizeof(buf) &&
 		    !stat(buf, &st) && S_ISREG(st.st_mode)) {
 			if (!access(buf, X_OK))
 				return strdup(buf);

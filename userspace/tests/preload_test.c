@@ -891,7 +891,7 @@ TEST_F(preload, static_program_runs_with_a_warning_or_is_refused)
 TEST_F(preload, bad_options_and_missing_programs_fail_with_one_line)
 {
 	char run_path[4200];
-	char *argv[5];
+	char *argv[6];
 
 	snprintf(run_path, sizeof(run_path), "%s/bin/wsched-run", build_dir);
 	argv[0] = run_path;
@@ -910,6 +910,25 @@ TEST_F(preload, bad_options_and_missing_programs_fail_with_one_line)
 	run(&self->r, argv, NULL);
 	EXPECT_EQ(2, exit_code(&self->r));
 	EXPECT_NE(NULL, strstr(self->r.err, "no PROGRAM")) TH_LOG("%s", self->r.err);
+	/* An empty PATH entry is the current directory, as for execvp. */
+	{
+		const char *env[] = { "PATH=:/nonexistent", NULL };
+		char cwd[4200], dir[4200];
+
+		ASSERT_NE(NULL, getcwd(cwd, sizeof(cwd)));
+		snprintf(dir, sizeof(dir), "%s/tests/native", build_dir);
+		ASSERT_EQ(0, chdir(dir));
+		argv[1] = "--quiet";
+		argv[2] = "--static=refuse";
+		argv[3] = "--";
+		argv[4] = "preload_static";
+		argv[5] = NULL;
+		run(&self->r, argv, env);
+		/* found, so refused as static (2), not "cannot run" (127) */
+		EXPECT_EQ(2, exit_code(&self->r)) TH_LOG("%s", self->r.err);
+		EXPECT_NE(NULL, strstr(self->r.err, "statically linked")) TH_LOG("%s", self->r.err);
+		ASSERT_EQ(0, chdir(cwd));
+	}
 }
 
 int main(int argc, char **argv)
