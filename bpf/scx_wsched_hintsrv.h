@@ -98,8 +98,8 @@ static void hint_ep_add(struct hint_server *hs, int fd, __u64 key, __u32 events)
 
 /*
  * Make room for WS_HINT_MAX_PROCS registrations: raise the soft
- * RLIMIT_NOFILE (the default 1024 held about 330), and the hard one too
- * when it is lower and we may. Returns how many processes fit.
+ * RLIMIT_NOFILE (a default of 1024 holds a third of them), and the hard one
+ * too when it is lower and we may. Returns how many processes fit.
  */
 static int hint_fd_room(void)
 {
