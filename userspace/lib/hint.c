@@ -18,13 +18,17 @@
  * owner's release store of 0), every other field has one writer, the owner.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -74,6 +78,56 @@ static void exit_key_setup(void)
 	exit_key_err = pthread_key_create(&exit_key, thread_exit);
 }
 
+/* One "name:\tvalue" line of an fdinfo file; true if found. */
+static bool fdinfo_value(const char *info, const char *name, unsigned long *out)
+{
+	size_t len = strlen(name);
+	const char *p;
+
+	for (p = info; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, name, len) && p[len] == ':') {
+			*out = strtoul(p + len + 1, NULL, 0);
+			return true;
+		}
+	return false;
+}
+
+/*
+ * Whether @fd is what the loader sends: a BPF array of the hello's
+ * geometry that can be mapped. The descriptor comes from whoever listens
+ * at the socket path; the mapping is written inside critical sections, so
+ * it must be memory that stays: an anonymous inode (no file type in
+ * st_mode), which cannot be truncated, unlike a memfd or a file whose
+ * shrinking would turn a later store into SIGBUS. Where /proc is mounted,
+ * its fdinfo must also say: an mmapable array of u32 keys and slot-sized
+ * values, one per slot.
+ */
+static bool is_slot_array(int fd)
+{
+	unsigned long type, key, value, entries, flags;
+	char path[64], info[1024];
+	struct stat st;
+	ssize_t n;
+	int pfd;
+
+	if (fstat(fd, &st) || (st.st_mode & S_IFMT))
+		return false;
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	pfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (pfd < 0)
+		return true;	/* no /proc: the inode check stands alone */
+	n = read(pfd, info, sizeof(info) - 1);
+	close(pfd);
+	if (n <= 0)
+		return false;
+	info[n] = '\0';
+	return fdinfo_value(info, "map_type", &type) && type == BPF_MAP_TYPE_ARRAY &&
+	       fdinfo_value(info, "key_size", &key) && key == sizeof(uint32_t) &&
+	       fdinfo_value(info, "value_size", &value) && value == WS_HINT_SLOT_SIZE &&
+	       fdinfo_value(info, "max_entries", &entries) && entries == WS_HINT_NR_SLOTS &&
+	       fdinfo_value(info, "map_flags", &flags) && (flags & BPF_F_MMAPABLE);
+}
+
 /* Receive the hello and the map fd; returns the fd or -errno. */
 static int recv_map(int sock)
 {
@@ -110,7 +164,8 @@ static int recv_map(int sock)
 	if (fd < 0)
 		return -EPROTO;
 	if (n != sizeof(hello) || hello.abi_version != WS_HINT_ABI_VERSION ||
-	    hello.nr_slots != WS_HINT_NR_SLOTS || hello.slot_size != WS_HINT_SLOT_SIZE) {
+	    hello.nr_slots != WS_HINT_NR_SLOTS || hello.slot_size != WS_HINT_SLOT_SIZE ||
+	    !is_slot_array(fd)) {
 		close(fd);
 		return -EPROTO;
 	}

@@ -2,7 +2,7 @@
 /*
  * libwsched-preload.so and wsched-run (userspace/preload/) against a fake
  * loader: each test serves the registration protocol on a unix socket from
- * a thread (memfds instead of BPF arrays, as in ws_hint_test) and runs this
+ * a thread (fake_loader.h, as in ws_hint_test) and runs this
  * same program in "scenario" mode under the preload. This program is built
  * without libwsched, like the programs wsched-run is for: a scenario sees
  * its thread's slot only through the preload's wsched_preload_slot(), and

@@ -2,11 +2,11 @@
 /*
  * Thread registration (lib/hint.c, Documentation/abi.md) against a fake
  * loader: a thread of this test serves the registration protocol on a unix
- * socket and hands out a memfd instead of a BPF array (the library maps any
- * shareable fd the same way). Checks slot claiming and release, critical
- * sections reaching the shared slot, refusals (-ENOSPC, -EPROTO), fork, the
- * hand-back of a pending grace, and measures a ws_critical_enter/exit pair
- * with a registered slot.
+ * socket and hands out BPF arrays as the loader does, with no scheduler
+ * reading them. Checks slot claiming and release, critical sections
+ * reaching the shared slot, refusals (-ENOSPC, -EPROTO, a descriptor that
+ * is not a slot array), fork, the hand-back of a pending grace, and
+ * measures a ws_critical_enter/exit pair with a registered slot.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -239,6 +239,39 @@ TEST(loader_with_another_abi_version_gives_eproto)
 	EXPECT_EQ(-EPROTO, ws_thread_register());
 	EXPECT_FALSE(ws_thread_registered());
 	fake_stop(&f);
+}
+
+/*
+ * Whoever listens at the socket path chooses the descriptor: a memfd (which
+ * its sender can truncate under the mapping, so that a store inside a
+ * critical section dies of SIGBUS) or an array of another geometry is not
+ * the loader's slot array, and is refused.
+ */
+TEST(descriptor_other_than_the_slot_array_gives_eproto)
+{
+	static const enum fake_array kinds[] = { FAKE_MEMFD, FAKE_BPF_SHORT };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		pid_t pid = fork();
+		int status;
+
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			static struct fake_loader f;
+			int rc;
+
+			if (fake_start(&f, WS_HINT_ABI_VERSION))
+				_exit(3);
+			__atomic_store_n(&f.array, kinds[i], __ATOMIC_RELAXED);
+			rc = ws_thread_register();
+			_exit(rc == -EPROTO && !ws_thread_registered() ? 0 : 10 + (-rc & 127));
+		}
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+			TH_LOG("kind %d: status %#x (10 + -rc: registered or another error)",
+			       kinds[i], status);
+	}
 }
 
 TEST(silent_loader_times_out_instead_of_hanging)
