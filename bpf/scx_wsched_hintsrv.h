@@ -3,30 +3,35 @@
  * The loader's hint server (Documentation/abi.md), included once by
  * scx_wsched.c: a unix socket through which processes register for hints.
  *
- * For each connection the server takes the peer's tgid from SO_PEERCRED
- * (the kernel's word, not the client's), creates that process's own
- * mmapable slot array, inserts it at hint_procs[tgid] in the BPF object,
- * and sends the map fd (SCM_RIGHTS) with a struct ws_hint_hello. It keeps
- * the connection and, when it can, a pidfd of the peer (SO_PEERPIDFD, also
- * from the kernel); when either says the process is gone, it deletes
- * hint_procs[tgid]. A process therefore holds a writable mapping of its own
- * array only, and the scheduler reaches an array only through the tgid of
- * the task it schedules.
+ * For each connection the server takes the peer's pidfd (SO_PEERPIDFD) and
+ * tgid (SO_PEERCRED), both the kernel's record of the process that called
+ * connect(), creates that process's own mmapable slot array, inserts it at
+ * hint_procs[tgid] in the BPF object, and sends the map fd (SCM_RIGHTS)
+ * with a struct ws_hint_hello. It keeps the connection and the pidfd; when
+ * either says the process is gone, it deletes hint_procs[tgid]. A process
+ * therefore holds a writable mapping of its own array only, and the
+ * scheduler reaches an array only through the tgid of the task it
+ * schedules.
  *
- * PID reuse: a tgid can only be reused after the process was reaped, which
- * is after its pidfd became readable and its files (the socket) were
- * closed. Each poll round handles those events before it accepts new
- * connections, so an entry is deleted before a new process with the same
- * tgid can be registered; and a new connection for a tgid that still has an
- * entry replaces it (and closes the old connection), so a late event of the
- * old connection cannot delete the new entry. Between the exit of a process
- * and the poll round that sees it, the stale entry can only match tasks of
- * that tgid, which no longer exist (the tgid is not reused yet).
- * One residual case: without SO_PEERPIDFD (kernels before 6.5) a process
- * that handed its socket to a child keeps its entry until the child closes
- * it; a new process reusing the tgid meanwhile could then be described by
- * the old array, which only the old process's child can write: it can make
- * that process's threads get graces (bounded, charged), nothing more.
+ * PID reuse: the tgid is a number, valid only while its process lives; a
+ * connection can be accepted long after its process exited and was reaped
+ * (the socket handed to another process, the loader busy or stopped), when
+ * the number may name someone else. So the server refuses a connection
+ * whose pidfd cannot be had or already polls readable (the process
+ * exited) before it uses the tgid for anything, even to replace an older
+ * connection's entry, and checks the pidfd again after inserting the
+ * entry (deleting it if the process exited meanwhile). After that, the
+ * entry goes with the
+ * process: a tgid is reused only after its process was reaped, which is
+ * after its pidfd became readable; each poll round handles those events
+ * before it accepts new connections, so a later registration of the reused
+ * number is never met by the old entry, and a new connection for a tgid
+ * that still has an entry replaces it (closing the old connection), so a
+ * late event of the old one cannot delete the new entry. What remains is
+ * the time between a process's exit and the poll round that sees it: a
+ * new process given the same number within it (the kernel hands out pids
+ * cyclically, so only after the whole pid space was used) would be
+ * described by the old array until then.
  *
  * Single-threaded: everything runs in the loader's main loop.
  */
@@ -137,6 +142,15 @@ static void hint_refuse(int sock, int reason)
 }
 
 #define HINT_HDR_MAP_LEN	4096	/* the header's page */
+
+/* False once the process behind @pidfd has exited: its pidfd polls
+ * readable from the exit on, reaped or not. */
+static bool hint_peer_alive(int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 0;
+}
 
 /* Threads of registered processes, past and present, that found no slot. */
 static unsigned long hint_threads_refused(const struct hint_server *hs)
@@ -367,12 +381,26 @@ static void hint_accept(struct hint_server *hs)
 	}
 	if (c.sock < 0)
 		return;
-	if (getsockopt(c.sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.pid <= 0)
-		goto refuse;
-	c.tgid = (__u32)cred.pid;	/* the connecting process's tgid */
+	/*
+	 * The peer's identity: the pidfd and the pid both come from the
+	 * struct pid the kernel recorded at connect(). The pid number is
+	 * only the peer's while that process lives, so a peer that is gone
+	 * (or whose pidfd cannot be had) is refused before its number is
+	 * used for anything, even to replace an entry.
+	 */
 	len = sizeof(c.pidfd);
-	if (getsockopt(c.sock, SOL_SOCKET, SO_PEERPIDFD, &c.pidfd, &len))
+	if (getsockopt(c.sock, SOL_SOCKET, SO_PEERPIDFD, &c.pidfd, &len)) {
 		c.pidfd = -1;
+		reason = errno == ENOPROTOOPT ? EOPNOTSUPP : ESRCH;
+		goto refuse;
+	}
+	len = sizeof(cred);
+	if (getsockopt(c.sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.pid <= 0 ||
+	    !hint_peer_alive(c.pidfd)) {
+		reason = ESRCH;
+		goto refuse;
+	}
+	c.tgid = (__u32)cred.pid;	/* the connecting process's tgid */
 	/* One entry per process: a new connection replaces an old one. */
 	for (i = 0; i < hs->nr; i++)
 		if (hs->conns[i].tgid == c.tgid) {
@@ -394,6 +422,13 @@ static void hint_accept(struct hint_server *hs)
 		c.hdr = NULL;	/* only the refusal count is lost */
 	if (bpf_map_update_elem(hs->outer_fd, &c.tgid, &c.map_fd, BPF_ANY))
 		goto refuse;
+	/* Alive when checked above and still now: the number was its own
+	 * all along, so the entry never described another process. */
+	if (!hint_peer_alive(c.pidfd)) {
+		bpf_map_delete_elem(hs->outer_fd, &c.tgid);
+		reason = ESRCH;
+		goto refuse;
+	}
 	cm = CMSG_FIRSTHDR(&msg);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;

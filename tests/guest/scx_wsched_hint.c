@@ -696,6 +696,89 @@ TEST_F_TIMEOUT(hint, sigkilled_process_loses_its_entry, 60)
 	EXPECT_TRUE(wait_gone(kid, 5)) TH_LOG("entry of the killed process %d stays", kid);
 }
 
+/* ------------------------------------------------ PID reuse */
+
+/* Make the next fork get pid @pid (root: ns_last_pid); the child pauses.
+ * Returns the child, or -1 when another process took the number. */
+static pid_t fork_with_pid(pid_t pid)
+{
+	FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "w");
+	pid_t kid;
+
+	if (!f)
+		return -1;
+	fprintf(f, "%d", pid - 1);
+	if (fclose(f))
+		return -1;
+	kid = fork();
+	if (!kid) {
+		for (;;)
+			pause();
+	}
+	if (kid > 0 && kid != pid) {
+		kill(kid, SIGKILL);
+		waitpid(kid, NULL, 0);
+		return -1;
+	}
+	return kid;
+}
+
+/*
+ * A connection accepted after the process that made it was reaped, when
+ * its pid already belongs to another process (the attack: connect from a
+ * child, keep the socket, let the child be reaped, and get the array
+ * installed under the pid of the next process to receive it). The loader
+ * is stopped so that it accepts late; it must refuse with ESRCH, send no
+ * array, and install nothing under the reused pid.
+ */
+TEST_F_TIMEOUT(hint, connection_of_a_reaped_process_is_refused, 60)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX, .sun_path = WS_HINT_SOCK_PATH };
+	struct timeval tv = { .tv_sec = 10 };
+	struct ws_hint_hello hello = {};
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { &hello, sizeof(hello) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c;
+	pid_t kid, victim = -1;
+	int s, st, fd = -1, tries;
+	ssize_t n;
+
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_LE(0, s);
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ASSERT_EQ(0, kill(self->pid, SIGSTOP));
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid)
+		_exit(connect(s, (struct sockaddr *)&addr, sizeof(addr)) ? 1 : 0);
+	ASSERT_EQ(kid, waitpid(kid, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("the child could not connect");
+	for (tries = 0; tries < 20 && victim < 0; tries++)
+		victim = fork_with_pid(kid);
+	kill(self->pid, SIGCONT);
+	ASSERT_EQ(kid, victim) TH_LOG("could not start a process with the reaped child's pid %d",
+				      kid);
+	n = recvmsg(s, &msg, 0);
+	for (c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c))
+		if (c->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	EXPECT_EQ((ssize_t)sizeof(hello), n) TH_LOG("no answer from the loader (%zd)", n);
+	EXPECT_EQ(-1, fd) TH_LOG("the loader sent an array to a connection of a reaped process");
+	EXPECT_EQ(0u, hello.nr_slots);
+	EXPECT_EQ((__u32)ESRCH, hello.reserved) TH_LOG("refused for reason %u", hello.reserved);
+	if (fd >= 0)
+		close(fd);
+	fd = slots_of(victim);
+	EXPECT_GT(0, fd) TH_LOG("an array is installed under the victim's pid %d", victim);
+	if (fd >= 0)
+		close(fd);
+	close(s);
+	kill(victim, SIGKILL);
+	waitpid(victim, NULL, 0);
+}
+
 /* ------------------------------------------------ permissions */
 
 /* In a child: drop to uid/gid 65534 with @groups; exit 0 if registration
