@@ -75,6 +75,8 @@ struct hint_server {
 	int outer_fd;		/* hint_procs of the loaded object, -1 while none */
 	volatile __u32 *live;	/* its hint_procs_live (bss), NULL while none */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	const char *name;	/* its last component, in path */
+	int dfd;		/* its directory (O_PATH), while lfd is open */
 	int nr;
 	struct hint_conn conns[WS_HINT_MAX_PROCS];
 	unsigned long nr_accepted, nr_refused;
@@ -168,6 +170,7 @@ static void hint_server_init(struct hint_server *hs)
 {
 	memset(hs, 0, sizeof(*hs));
 	hs->lfd = -1;
+	hs->dfd = -1;
 	hs->outer_fd = -1;
 	hs->spare = -1;
 	hs->ep = -1;
@@ -189,25 +192,69 @@ static long hint_parse_group(const char *name)
 	return v;
 }
 
+#define HINT_PID_NS_INIT_INO	0xEFFFFFFCu	/* the kernel's PROC_PID_INIT_INO */
+
+/* bind(2) @fd to @name in the directory @dfd: from inside it (a relative
+ * sun_path), so that nothing resolves the directory's path again. */
+static int hint_bind_at(int fd, int dfd, const char *name)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC), err = 0;
+
+	if (cwd < 0)
+		return -errno;
+	strcpy(addr.sun_path, name);
+	if (fchdir(dfd) || bind(fd, (struct sockaddr *)&addr, sizeof(addr)))
+		err = -errno;
+	if (fchdir(cwd) && !err)
+		err = -errno;
+	close(cwd);
+	return err;
+}
+
+/* Whether a loader listens on @name in @dfd (connected as hint_bind_at
+ * binds). */
+static bool hint_someone_listens(int dfd, const char *name)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	bool yes = false;
+
+	strcpy(addr.sun_path, name);
+	if (fd >= 0 && cwd >= 0 && !fchdir(dfd))
+		yes = !connect(fd, (struct sockaddr *)&addr, sizeof(addr));
+	if (cwd >= 0) {
+		if (fchdir(cwd))
+			yes = true;	/* lost our way: claim it is taken */
+		close(cwd);
+	}
+	if (fd >= 0)
+		close(fd);
+	return yes;
+}
+
 /*
  * Create the listening socket at @path: mode 0600 root:root, or 0660
  * root:@gid when @gid >= 0. Its directory is created (0755) if missing and
- * must be a root-owned directory nobody else can write to. Returns 0, or
+ * must be a root-owned directory nobody else can write to. Every step after
+ * the directory is opened works on that descriptor (the checks, the bind,
+ * the owner and mode, the unlink at exit), never on the path: whoever can
+ * write to one of the path's ancestors could swap the directory, or put a
+ * symlink where the socket goes, between a check and a use. Returns 0, or
  * -errno with a one-line reason in @why.
  */
-#define HINT_PID_NS_INIT_INO	0xEFFFFFFCu	/* the kernel's PROC_PID_INIT_INO */
-
 static int hint_server_start(struct hint_server *hs, const char *path, long gid,
 			     char *why, size_t why_len)
 {
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	char dir[sizeof(hs->path)], *slash;
+	const char *name;
 	struct stat st;
 	mode_t old_mask;
-	int fd, err;
+	int fd = -1, dfd, err;
 
-	if (strlen(path) >= sizeof(hs->path) || path[0] != '/') {
-		snprintf(why, why_len, "socket path must be absolute and shorter than %zu bytes",
+	if (strlen(path) >= sizeof(hs->path) || path[0] != '/' || path[strlen(path) - 1] == '/') {
+		snprintf(why, why_len, "socket path must be absolute, name a file and be shorter than %zu bytes",
 			 sizeof(hs->path));
 		return -EINVAL;
 	}
@@ -227,47 +274,49 @@ static int hint_server_start(struct hint_server *hs, const char *path, long gid,
 	strcpy(dir, path);
 	slash = strrchr(dir, '/');
 	*slash = '\0';
-	if (dir[0]) {
-		if (mkdir(dir, 0755) && errno != EEXIST) {
-			err = -errno;
-			snprintf(why, why_len, "cannot create %s: %s", dir, strerror(errno));
-			return err;
-		}
-		if (lstat(dir, &st) || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
-		    (st.st_mode & 022)) {
-			snprintf(why, why_len, "%s must be a directory owned by root and writable only by root",
-				 dir);
-			return -EPERM;
-		}
+	name = path + (slash - dir) + 1;
+	if (!dir[0])
+		strcpy(dir, "/");
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		err = -errno;
+		snprintf(why, why_len, "cannot create %s: %s", dir, strerror(errno));
+		return err;
 	}
-	if (!lstat(path, &st)) {
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0 || fstat(dfd, &st) || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+	    (st.st_mode & 022)) {
+		snprintf(why, why_len, "%s must be a directory owned by root and writable only by root",
+			 dir);
+		err = -EPERM;
+		goto out;
+	}
+	if (!fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW)) {
 		if (!S_ISSOCK(st.st_mode)) {
 			snprintf(why, why_len, "%s exists and is not a socket", path);
-			return -EEXIST;
+			err = -EEXIST;
+			goto out;
 		}
 		/* Someone listening: another loader; else left by a killed one. */
-		strcpy(addr.sun_path, path);
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd >= 0 && !connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
-			close(fd);
+		if (hint_someone_listens(dfd, name)) {
 			snprintf(why, why_len, "another loader serves %s", path);
-			return -EADDRINUSE;
+			err = -EADDRINUSE;
+			goto out;
 		}
-		if (fd >= 0)
-			close(fd);
-		unlink(path);
+		unlinkat(dfd, name, 0);
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		err = -errno;
 		snprintf(why, why_len, "socket: %s", strerror(errno));
-		return err;
+		goto out;
 	}
-	strcpy(addr.sun_path, path);
 	old_mask = umask(0177);		/* never reachable by others, even briefly */
-	err = bind(fd, (struct sockaddr *)&addr, sizeof(addr)) ? -errno : 0;
+	err = hint_bind_at(fd, dfd, name);
 	umask(old_mask);
-	if (!err && gid >= 0 && (chown(path, 0, (gid_t)gid) || chmod(path, 0660)))
+	/* The directory is root's alone: the name is still our socket. */
+	if (!err && gid >= 0 &&
+	    (fchownat(dfd, name, 0, (gid_t)gid, AT_SYMLINK_NOFOLLOW) ||
+	     fchmodat(dfd, name, 0660, 0)))
 		err = -errno;
 	/* A backlog for a burst of registrations: a client waits up to 1 s. */
 	if (!err && listen(fd, WS_HINT_MAX_PROCS))
@@ -283,14 +332,21 @@ static int hint_server_start(struct hint_server *hs, const char *path, long gid,
 	}
 	if (err) {
 		snprintf(why, why_len, "cannot serve %s: %s", path, strerror(-err));
-		close(fd);
-		unlink(path);
-		return err;
+		unlinkat(dfd, name, 0);
+		goto out;
 	}
 	hs->lfd = fd;
+	hs->dfd = dfd;
 	hint_ep_add(hs, fd, HINT_EP_LISTEN, EPOLLIN);
 	strcpy(hs->path, path);
+	hs->name = hs->path + (name - path);
 	return 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (dfd >= 0)
+		close(dfd);
+	return err;
 }
 
 /* Tell the BPF side how many processes hint_procs holds (its gate). */
@@ -536,9 +592,11 @@ static void hint_server_stop(struct hint_server *hs)
 		hint_conn_close(hs, hs->nr - 1);
 	if (hs->lfd >= 0) {
 		close(hs->lfd);
-		unlink(hs->path);
+		unlinkat(hs->dfd, hs->name, 0);
+		close(hs->dfd);
 	}
 	hs->lfd = -1;
+	hs->dfd = -1;
 	if (hs->spare >= 0)
 		close(hs->spare);
 	hs->spare = -1;

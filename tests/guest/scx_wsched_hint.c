@@ -13,6 +13,8 @@
  */
 #include <grp.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
 #include <sys/resource.h>
 #include <pthread.h>
 #include <sys/socket.h>
@@ -872,6 +874,83 @@ TEST(unsafe_socket_directory_fails)
 	EXPECT_TRUE(wt_file_contains(ERR_FILE, "must be a directory owned by root and writable only by root"));
 	EXPECT_TRUE(wt_wait_state(false, 1));
 	rmdir("/tmp/wsched-unsafe");
+}
+
+#define SWAP_TOP	"/tmp/wsched-swap"		/* owned by "another user" */
+#define SWAP_VICTIM	"/tmp/wsched-swap-victim"	/* root's file, 0600 */
+
+/* What a writer of SWAP_TOP can do to the loader's socket directory once
+ * it was checked: move it away and put a symlink to a file of its choice
+ * where the socket was. */
+static bool swap_socket_directory(void)
+{
+	return !rename(SWAP_TOP "/d", SWAP_TOP "/old") && !mkdir(SWAP_TOP "/d", 0755) &&
+	       !symlink(SWAP_VICTIM, SWAP_TOP "/d/sock");
+}
+
+/*
+ * The socket's directory is swapped by whoever can write to its parent,
+ * between the loader's bind and what follows (the loader is held there
+ * under ptrace, the way a preemption could hold it). The loader must
+ * change its own socket only: the file the symlink points at keeps its
+ * owner and mode. The loader is killed once it listens (nothing loaded).
+ */
+TEST(swapped_socket_directory_changes_no_other_file)
+{
+	const char *argv[] = { wt_bin(), "--hint-socket", SWAP_TOP "/d/sock", "--group", "users",
+			       NULL };
+	bool entry = false, swapped = false, listened = false;
+	struct user_regs_struct regs;
+	struct stat st;
+	pid_t kid;
+	int fd, status, sig = 0;
+
+	ASSERT_TRUE(wt_wait_state(false, 10)) TH_LOG("a sched_ext scheduler is loaded before the test");
+	ASSERT_EQ(0, system("rm -rf " SWAP_TOP " " SWAP_VICTIM));
+	ASSERT_EQ(0, mkdir(SWAP_TOP, 0755));
+	ASSERT_EQ(0, chown(SWAP_TOP, 65534, 65534));
+	fd = open(SWAP_VICTIM, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	ASSERT_LE(0, fd);
+	close(fd);
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		int e = open(ERR_FILE, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(e, 2);
+		ptrace(PTRACE_TRACEME, 0, NULL, NULL);
+		raise(SIGSTOP);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	ASSERT_EQ(kid, waitpid(kid, &status, 0));
+	ASSERT_TRUE(WIFSTOPPED(status));
+	ptrace(PTRACE_SETOPTIONS, kid, NULL, (void *)(long)(PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL));
+	while (!listened && !ptrace(PTRACE_SYSCALL, kid, NULL, (void *)(long)sig) &&
+	       waitpid(kid, &status, 0) == kid && WIFSTOPPED(status)) {
+		sig = 0;
+		if (WSTOPSIG(status) != (SIGTRAP | 0x80)) {
+			/* exec's SIGTRAP is ours; any other signal is the loader's */
+			sig = WSTOPSIG(status) == SIGTRAP ? 0 : WSTOPSIG(status);
+			continue;
+		}
+		entry = !entry;
+		if (entry || ptrace(PTRACE_GETREGS, kid, NULL, &regs))
+			continue;
+		if (regs.orig_rax == __NR_bind && regs.rax == 0 && !swapped)
+			swapped = swap_socket_directory();
+		listened = regs.orig_rax == __NR_listen;
+	}
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	EXPECT_TRUE(swapped) TH_LOG("the loader never bound its socket (or the swap failed)");
+	EXPECT_TRUE(listened) TH_LOG("the loader did not get to listen (see " ERR_FILE ")");
+	ASSERT_EQ(0, stat(SWAP_VICTIM, &st));
+	EXPECT_EQ(0600, st.st_mode & 07777) TH_LOG("the victim file's mode is now %#o",
+						   st.st_mode & 07777);
+	EXPECT_EQ(0, st.st_gid) TH_LOG("the victim file's group is now %u", st.st_gid);
+	EXPECT_EQ(0, system("rm -rf " SWAP_TOP " " SWAP_VICTIM));
+	EXPECT_TRUE(wt_wait_state(false, 1));
 }
 
 /* Without --group, only root may register. */
