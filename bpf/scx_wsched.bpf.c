@@ -211,7 +211,7 @@ static u8 unstealable[WSCHED_MAX_CPUS];
 struct yield_target {
 	u32 pid;
 	u32 dsq;
-	u32 boost;
+	u32 boost;	/* a boost: the yielder's tgid; 0: a handoff to this CPU */
 	u32 tgid;	/* worker preference: the preempted thief's tgid; 0: a yield */
 };
 static struct yield_target yield_target[WSCHED_MAX_CPUS];
@@ -715,6 +715,11 @@ static __always_inline bool dispatch_yield_target(s32 cpu, struct task_struct *p
 		STAT_INC(nr_thief_preempt_stale);
 		return false;
 	}
+	/* A boost preempts only a task of the yielder's process
+	 * (yield_towards()); if another one ran here by the time of the
+	 * kick, it keeps its turn. */
+	if (boost && prev && (prev->scx.flags & WS_TASK_QUEUED) && prev->tgid != boost)
+		return false;
 	bpf_for_each(scx_dsq, p, dsq, 0) {
 		if (++n > YIELD_SCAN_MAX)
 			break;
@@ -1123,6 +1128,28 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
 }
 
 /*
+ * How a directed yield of @from may get @tcpu, another CPU, to run its
+ * target: preempt it if what runs there is a thread of @from's own process,
+ * wake it if nothing does (SCX_KICK_IDLE: a no-op should a task have
+ * started meanwhile); 0 if another process's task runs there: a directed
+ * yield gives away the yielder's own CPU time, never another's, and a
+ * stream of them must not become a stream of preemptions of someone else.
+ * cur_tgid[] is read without synchronisation; a boost that meets another
+ * process's task after all is dropped by dispatch_yield_target().
+ */
+static __always_inline u64 kick_for_yield(struct task_struct *from, s32 tcpu)
+{
+	u32 running = cur_tgid[tcpu & CPU_MASK];
+
+	if (running == (u32)from->tgid)
+		return WS_KICK_PREEMPT;
+	if (!running)
+		return WS_KICK_IDLE;
+	STAT_INC(nr_yield_to_foreign);
+	return 0;
+}
+
+/*
  * sched_yield() (@to NULL): give the slice up, what the kernel does for a
  * scheduler without ops.yield; dispatch then lets @from compete with the
  * deque's head by vtime as at the end of any slice.
@@ -1133,9 +1160,11 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
  * (nr_yield_to_handoff); if its affinity or a migrate_disable() keeps it
  * off this CPU, its own CPU is kicked and moves it to the front there
  * (nr_yield_to_boost); if it already sits on a local DSQ it is next there
- * anyway (another CPU's is kicked). A target more than YIELD_LEAD_SLICES
- * of vtime ahead of the head of a deque it would jump is declined
- * (nr_yield_to_unfair, see yield_fair()). Either way @from gives its slice up and
+ * anyway (another CPU's is kicked). Another CPU is kicked only as
+ * kick_for_yield() allows: when a task of another process runs there, the
+ * request is declined (nr_yield_to_foreign). A target more than
+ * YIELD_LEAD_SLICES of vtime ahead of the head of a deque it would jump is
+ * declined (nr_yield_to_unfair, see yield_fair()). Either way @from gives its slice up and
  * its vtime goes to at least @to's, so it queues behind @to. Returning
  * true tells yield_to() the request is implemented and it reschedules; a
  * target we cannot reach (in flight between DSQs, on the global fallback
@@ -1147,7 +1176,7 @@ static __always_inline bool yield_towards(struct task_struct *from, struct task_
 	struct scx_dispatch_q *dsq;
 	struct yield_target *yt;
 	s32 cpu, tcpu;
-	u64 dsq_id;
+	u64 dsq_id, kick;
 
 	cpu = bpf_get_smp_processor_id();
 	tcpu = task_cpu_of(to);
@@ -1173,19 +1202,25 @@ static __always_inline bool yield_towards(struct task_struct *from, struct task_
 			yt = &yield_target[cpu & CPU_MASK];
 			yt->boost = 0;
 		} else {
+			kick = kick_for_yield(from, tcpu);
+			if (!kick)
+				return false;
 			yt = &yield_target[tcpu & CPU_MASK];
-			yt->boost = 1;
+			yt->boost = from->tgid;
 		}
 		yt->dsq = dsq_id;
 		yt->tgid = 0;
 		yt->pid = to->pid;
 		if (yt->boost) {
-			scx_bpf_kick_cpu(tcpu, WS_KICK_PREEMPT);
+			scx_bpf_kick_cpu(tcpu, kick);
 			STAT_INC(nr_kicks);
 		}
 	} else if (dsq_id == WS_DSQ_LOCAL) {
 		if (tcpu != cpu) {
-			scx_bpf_kick_cpu(tcpu, WS_KICK_PREEMPT);
+			kick = kick_for_yield(from, tcpu);
+			if (!kick)
+				return false;
+			scx_bpf_kick_cpu(tcpu, kick);
 			STAT_INC(nr_kicks);
 		}
 	} else {

@@ -55,6 +55,7 @@ static const char *const stat_names[] = {
 	"nr_worker_idle_kicks", "nr_thief_preempted", "nr_thief_preempt_stale",
 	"nr_wake_sync_local", "nr_yield_head", "nr_cs_yielded",
 	"nr_grace_yielded", "nr_worker_pulled", "nr_hint_announced",
+	"nr_yield_to_foreign",
 };
 _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == WSCHED_NR_STATS,
 	       "stat_names[] out of sync with struct wsched_stats");

@@ -64,6 +64,7 @@ struct wsched_stats {
 	__u64 nr_grace_yielded;		/* a graced task left its section and yielded (grace_pending) */
 	__u64 nr_worker_pulled;		/* a THIEF's CPU, its slice over, ran a queued WORKER of its process */
 	__u64 nr_hint_announced;	/* a thread's slot outside its probe window, learnt from its header */
+	__u64 nr_yield_to_foreign;	/* a yield_to() declined: its target waits on a CPU running another process */
 };
 
 #define WSCHED_NR_STATS (sizeof(struct wsched_stats) / sizeof(__u64))

@@ -35,6 +35,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -291,7 +292,9 @@ static const char *scx_start(FIXTURE_DATA(sched) *self, bool need_yield)
 
 	if (kmod_top(top, sizeof(top)))
 		return "cannot find the project root from /proc/self/exe";
-	snprintf(bin, sizeof(bin), "%s/build/bin/scx_wsched", top);
+	snprintf(bin, sizeof(bin), "%s", getenv("WSCHED_BIN") ?: "");
+	if (!bin[0])
+		snprintf(bin, sizeof(bin), "%s/build/bin/scx_wsched", top);
 	snprintf(obj, sizeof(obj), "%s/build/bpf/scx_wsched.bpf.o", top);
 	if (stat(bin, &st)) {
 		snprintf(why, sizeof(why), "no %s yet (the scheduler issue)", bin);
@@ -602,6 +605,147 @@ TEST_F_TIMEOUT(sched, scx_wsched_yield_to_stays_fair, 120)
 	ASSERT_EQ(0, read_state(state, sizeof(state)));
 	EXPECT_STREQ("enabled", state) TH_LOG("the scheduler was ejected; see %s", self->log);
 	EXPECT_EQ(0, scx_stop(self)) TH_LOG("scx_wsched exit status; see %s", self->log);
+}
+
+/*
+ * A directed yield gives away the caller's own CPU time, never another
+ * process's. The victim, a process of another uid, spins pinned to CPU + 1
+ * and counts; the attacker has a target thread there too (it calls
+ * sched_yield() in a loop, so it waits right behind the victim) and a
+ * thread on CPU that calls YIELD_TO the target in a loop. A scheduler that
+ * kicks the target's CPU for each call preempts the victim each time, the
+ * target runs and yields straight back. The victim's CPU time and
+ * involuntary context switches must stay within 10% of a run where the
+ * attacker's thread makes the same calls at a thread of its process that
+ * sleeps on the victim's CPU (so that its vCPU is as busy), the switches
+ * plus 10 (2 s runs have few). CPU time, not spins, is what the scheduler
+ * gives: in the lab's TCG how fast a vCPU executes depends on what the
+ * other vCPUs execute (the victim got the same CPU time in both runs and
+ * made 10% fewer spins in it beside the calls that reach the scheduler);
+ * the spins are logged.
+ */
+struct foreign {
+	atomic_int go, stop, target_tid, sleeper_tid;
+	unsigned long spins;
+	long nivcsw, cpu_ms;
+	int done;
+};
+
+static void foreign_victim(struct foreign *f)
+{
+	unsigned long n = 0;
+	struct rusage r0, r1;
+
+	if (setgid(65534) || setuid(65534) || kmod_pin(CPU + 1))
+		_exit(3);
+	while (!atomic_load(&f->go))
+		usleep(1000);
+	getrusage(RUSAGE_SELF, &r0);
+	while (!atomic_load_explicit(&f->stop, memory_order_relaxed))
+		n++;
+	getrusage(RUSAGE_SELF, &r1);
+	f->spins = n;
+	f->nivcsw = r1.ru_nivcsw - r0.ru_nivcsw;
+	f->cpu_ms = (r1.ru_utime.tv_sec + r1.ru_stime.tv_sec - r0.ru_utime.tv_sec -
+		     r0.ru_stime.tv_sec) * 1000 +
+		    (r1.ru_utime.tv_usec + r1.ru_stime.tv_usec - r0.ru_utime.tv_usec -
+		     r0.ru_stime.tv_usec) / 1000;
+	f->done = 1;
+	_exit(0);
+}
+
+static void *foreign_target(void *arg)
+{
+	struct foreign *f = arg;
+
+	kmod_pin(CPU + 1);
+	atomic_store(&f->target_tid, kmod_gettid());
+	while (!atomic_load_explicit(&f->stop, memory_order_relaxed))
+		sched_yield();
+	return NULL;
+}
+
+static void *foreign_sleeper(void *arg)
+{
+	struct foreign *f = arg;
+
+	kmod_pin(CPU + 1);	/* each call locks the victim's runqueue, as the attack's */
+	atomic_store(&f->sleeper_tid, kmod_gettid());
+	while (!atomic_load(&f->stop))
+		usleep(10000);
+	return NULL;
+}
+
+#define FOREIGN_ROUNDS	3	/* runs of each kind */
+
+/* One 2 s run; the attacker's calls, or -1 if the victim failed. */
+static long foreign_run(int fd, bool attack, struct foreign *f)
+{
+	pthread_t th, sleeper;
+	long calls = 0;
+	pid_t victim, to;
+	int st;
+
+	memset(f, 0, sizeof(*f));
+	victim = fork();
+	if (victim < 0)
+		return -1;
+	if (!victim)
+		foreign_victim(f);
+	kmod_pin(CPU);
+	pthread_create(&th, NULL, foreign_target, f);
+	pthread_create(&sleeper, NULL, foreign_sleeper, f);
+	while (!atomic_load(&f->target_tid) || !atomic_load(&f->sleeper_tid))
+		usleep(1000);
+	to = atomic_load(attack ? &f->target_tid : &f->sleeper_tid);
+	atomic_store(&f->go, 1);
+	for (uint64_t end = kmod_now_ns() + 2000000000ull; kmod_now_ns() < end; calls++)
+		kmod_yield_to(fd, to, NULL);
+	atomic_store(&f->stop, 1);
+	pthread_join(th, NULL);
+	pthread_join(sleeper, NULL);
+	waitpid(victim, &st, 0);
+	return WIFEXITED(st) && !WEXITSTATUS(st) && f->done ? calls : -1;
+}
+
+TEST_F_TIMEOUT(sched, scx_wsched_yield_to_preempts_no_other_process, 120)
+{
+	const char *why = scx_start(self, true);
+	struct foreign *f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	unsigned long spins[2] = { 0, 0 };
+	long nivcsw[2] = { 0, 0 }, cpu_ms[2] = { 0, 0 }, calls;
+	char state[64];
+	int i;
+
+	if (why)
+		SKIP(return, "%s", why);
+	if (sysconf(_SC_NPROCESSORS_ONLN) <= CPU + 1)
+		SKIP(return, "needs CPU %d", CPU + 1);
+	ASSERT_NE(MAP_FAILED, f);
+	/* Alternated, summed: the lab's vCPUs run at the host's whim. */
+	for (i = 0, calls = 0; i < 2 * FOREIGN_ROUNDS; i++) {
+		long n = foreign_run(self->fd, i & 1, f);
+
+		ASSERT_LE(0, n) TH_LOG("the victim did not run to the end");
+		spins[i & 1] += f->spins;
+		nivcsw[i & 1] += f->nivcsw;
+		cpu_ms[i & 1] += f->cpu_ms;
+		calls += (i & 1) ? n : 0;
+	}
+	TH_LOG("victim: %ld ms of CPU, %ld involuntary switches, %lu spins without the attack; "
+	       "%ld ms, %ld, %lu beside %ld YIELD_TO calls",
+	       cpu_ms[0], nivcsw[0], spins[0], cpu_ms[1], nivcsw[1], spins[1], calls);
+	EXPECT_LT(0, calls);
+	EXPECT_LE(cpu_ms[0] * 0.9, (double)cpu_ms[1]);
+	EXPECT_GE(nivcsw[0] * 1.1 + 10, (double)nivcsw[1]);
+	ASSERT_EQ(0, read_state(state, sizeof(state)));
+	EXPECT_STREQ("enabled", state) TH_LOG("the scheduler was ejected; see %s", self->log);
+	EXPECT_EQ(0, scx_stop(self)) TH_LOG("scx_wsched exit status; see %s", self->log);
+	TH_LOG("scx_wsched: nr_yield_to %lld, boost %lld, foreign %lld",
+	       wt_json_last(self->log, "nr_yield_to"), wt_json_last(self->log, "nr_yield_to_boost"),
+	       wt_json_last(self->log, "nr_yield_to_foreign"));
+	munmap(f, sizeof(*f));
 }
 
 WS_TEST_HARNESS_MAIN
