@@ -219,21 +219,49 @@ out_sock:
 	return err;
 }
 
+/*
+ * proc_connect() for every thread that asks at about the same time: the
+ * threads that waited for proc_lock while an attempt ran take its result
+ * instead of making their own, so a burst of registrations (a pool's
+ * workers starting) meeting a slow or stuck loader waits for one attempt
+ * (at most the 1 s timeouts), not for one per thread in turn. A thread
+ * that asks after an attempt ended makes a new one. proc_attempts counts
+ * the attempts made; it is written under proc_lock and read before taking
+ * it (relaxed: only whether it changed while we waited for the lock
+ * matters, and the lock orders everything else).
+ */
+static unsigned long proc_attempts;
+static int proc_last_err;	/* the last attempt's result, under proc_lock */
+
+static int proc_connect_shared(void)
+{
+	unsigned long seen = __atomic_load_n(&proc_attempts, __ATOMIC_RELAXED);
+	int err;
+
+	pthread_mutex_lock(&proc_lock);
+	if (proc_slots) {
+		err = 0;
+	} else if (proc_attempts != seen) {
+		err = proc_last_err;
+	} else {
+		err = proc_connect();
+		proc_last_err = err;
+		__atomic_store_n(&proc_attempts, proc_attempts + 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&proc_lock);
+	return err;
+}
+
 /* Connect the process (map its slot array) without registering the calling
  * thread: 0 if scx_wsched serves hints to this process, else -errno. For
  * ws_pool_create's choice of yield path (yield.c). */
 int _ws_hint_connect(void)
 {
-	int err;
-
 	pthread_once(&atfork_once, atfork_setup);
 	/* acquire: pairs with the release store in proc_connect. */
 	if (__atomic_load_n(&proc_slots, __ATOMIC_ACQUIRE))
 		return 0;
-	pthread_mutex_lock(&proc_lock);
-	err = proc_slots ? 0 : proc_connect();
-	pthread_mutex_unlock(&proc_lock);
-	return err;
+	return proc_connect_shared();
 }
 
 /* Claim @s for @tid if it is free; true if claimed. */
@@ -289,12 +317,11 @@ int ws_thread_register(void)
 	/* acquire: pairs with the release store in proc_connect. */
 	slots = __atomic_load_n(&proc_slots, __ATOMIC_ACQUIRE);
 	if (!slots) {
-		pthread_mutex_lock(&proc_lock);
-		err = proc_slots ? 0 : proc_connect();
-		slots = proc_slots;
-		pthread_mutex_unlock(&proc_lock);
+		err = proc_connect_shared();
 		if (err)
 			return err;
+		/* acquire: as above (set by now, and never unset). */
+		slots = __atomic_load_n(&proc_slots, __ATOMIC_ACQUIRE);
 	}
 	/* Without the key a slot would never be released at thread exit:
 	 * stay unregistered instead. */

@@ -289,6 +289,54 @@ TEST(silent_loader_times_out_instead_of_hanging)
 	fake_stop(&f);
 }
 
+#define SLOW_THREADS	8
+
+struct slow_reg {
+	pthread_barrier_t go;
+	int rc[SLOW_THREADS];
+};
+
+static void *slow_reg_thread(void *arg)
+{
+	struct slow_reg *r = arg;
+	static int next;
+	int me = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
+
+	pthread_barrier_wait(&r->go);
+	r->rc[me] = ws_thread_register();
+	return NULL;
+}
+
+/*
+ * A burst of threads registering at once (a pool's workers starting) with
+ * a loader that never answers: they share one attempt, so the burst ends
+ * after one timeout (1 s), not one per thread in turn.
+ */
+TEST(threads_registering_at_once_share_one_slow_attempt)
+{
+	static struct fake_loader f;
+	static struct slow_reg r;
+	pthread_t th[SLOW_THREADS];
+	uint64_t t0, ns;
+	int i;
+
+	ASSERT_EQ(0, fake_start(&f, WS_HINT_ABI_VERSION));
+	__atomic_store_n(&f.silent, true, __ATOMIC_RELAXED);
+	pthread_barrier_init(&r.go, NULL, SLOW_THREADS + 1);
+	for (i = 0; i < SLOW_THREADS; i++)
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, slow_reg_thread, &r));
+	t0 = wt_test_now_ns();
+	pthread_barrier_wait(&r.go);
+	for (i = 0; i < SLOW_THREADS; i++)
+		pthread_join(th[i], NULL);
+	ns = wt_test_now_ns() - t0;
+	TH_LOG("%d threads registering with a silent loader: %.2f s", SLOW_THREADS, ns / 1e9);
+	for (i = 0; i < SLOW_THREADS; i++)
+		EXPECT_EQ(-ETIMEDOUT, r.rc[i]) TH_LOG("thread %d", i);
+	EXPECT_GT(2500000000ull, ns);
+	fake_stop(&f);
+}
+
 TEST(fork_child_starts_unregistered_and_registers_itself)
 {
 	static struct fake_loader f;
