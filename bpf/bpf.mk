@@ -84,7 +84,7 @@ $(SCX_SIMPLE): $(SCX_SIMPLE_SRC)/scx_simple.c $(BUILD)/bench/scx_simple.bpf.skel
 # The stall-freedom run again, for 60 s, on every CPU of the machine; the
 # issue asks for 16 vCPUs: `make stress-guest LAB_CPUS=16`. Then the
 # hostile-hints case of scx_wsched_hint for 60 s under the same stress-ng
-# load (10 s in `make check`).
+# load (10 s in `make check`), and its array churn for 50,000 cycles (400).
 .PHONY: stress-scx-wsched
 stress-guest: stress-scx-wsched
 stress-scx-wsched: $(BUILD)/tests/guest/scx_wsched_stall $(BUILD)/tests/guest/scx_wsched_hint $(BPF_LOADERS)
@@ -93,6 +93,8 @@ stress-scx-wsched: $(BUILD)/tests/guest/scx_wsched_stall $(BUILD)/tests/guest/sc
 	$(Q)WSCHED_STALL_SECS=60 $(TOP)/tests/run-tests --suite stress-sched $<
 	$(Q)WSCHED_HOSTILE_SECONDS=60 $(BUILD)/tests/guest/scx_wsched_hint \
 		-t random_bytes_in_every_slot_under_stress_change_nothing_fatal
+	$(Q)WSCHED_CHURN_CYCLES=50000 $(BUILD)/tests/guest/scx_wsched_hint \
+		-t churned_arrays_are_bounded_per_user
 
 .PHONY: bench-scx-wsched
 bench-sched: bench-scx-wsched

@@ -62,7 +62,7 @@ _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == WSCHED_NR_STATS,
 
 static const char usage_fmt[] =
 "Usage: %s [--slice-us N] [--slice-min-us N] [--grace-us N] [--group NAME]\n"
-"       [--hint-socket PATH]\n"
+"       [--hint-socket PATH] [--hint-user-max N]\n"
 "       [--no-hints | --hints-observe] [--stats SECONDS] [--json] [--verbose]\n"
 "       [--version] [--help]\n"
 "\n"
@@ -80,6 +80,9 @@ static const char usage_fmt[] =
 "  --group NAME       let members of group NAME register for hints (socket mode\n"
 "                     0660 root:NAME); default: root only (0600)\n"
 "  --hint-socket PATH where processes register for hints (default %s)\n"
+"  --hint-user-max N  slot arrays one user other than root may have: its\n"
+"                     registered processes, and arrays still mapped after their\n"
+"                     connection closed (1..%d, default %d); then -EDQUOT\n"
 "  --no-hints         serve no hint socket\n"
 "  --hints-observe    serve the hint socket, but read the slots only to count\n"
 "                     (cs_preempted, cs_yielded) and act on no hint: no grace,\n"
@@ -87,7 +90,10 @@ static const char usage_fmt[] =
 "                     (the hints-off baseline of the same counts)\n"
 "  --stats SECONDS    print the counters every SECONDS (1..3600), and once more\n"
 "                     on exit; totals since load; hint_procs: processes\n"
-"                     registered for hints now; hint_threads_refused: their\n"
+"                     registered for hints now; hint_arrays_lingering: arrays\n"
+"                     still mapped after their connection closed;\n"
+"                     hint_refused_quota: connections refused by the user's\n"
+"                     quota; hint_threads_refused: the registered processes'\n"
 "                     threads that found no free slot (as the processes say)\n"
 "  --json             print the counters as one JSON object per line\n"
 "  --verbose          libbpf debug output and load details on stderr\n"
@@ -251,14 +257,16 @@ static void print_stats(struct scx_wsched *skel, int nr_cpus, bool json, double 
 		printf("{\"time_s\":%.1f", secs);
 		for (i = 0; i < WSCHED_NR_STATS; i++)
 			printf(",\"%s\":%llu", stat_names[i], (unsigned long long)v[i]);
-		printf(",\"hint_procs\":%d,\"hint_threads_refused\":%lu}\n", hint_srv.nr,
-		       hint_threads_refused(&hint_srv));
+		printf(",\"hint_procs\":%d,\"hint_arrays_lingering\":%d,\"hint_refused_quota\":%lu,"
+		       "\"hint_threads_refused\":%lu}\n", hint_srv.nr, hint_srv.nr_linger,
+		       hint_srv.nr_refused_quota, hint_threads_refused(&hint_srv));
 	} else {
 		printf("%7.1fs", secs);
 		for (i = 0; i < WSCHED_NR_STATS; i++)
 			printf(" %s=%llu", stat_names[i] + 3, (unsigned long long)v[i]);
-		printf(" hint_procs=%d hint_threads_refused=%lu\n", hint_srv.nr,
-		       hint_threads_refused(&hint_srv));
+		printf(" hint_procs=%d hint_arrays_lingering=%d hint_refused_quota=%lu"
+		       " hint_threads_refused=%lu\n", hint_srv.nr, hint_srv.nr_linger,
+		       hint_srv.nr_refused_quota, hint_threads_refused(&hint_srv));
 	}
 	fflush(stdout);
 }
@@ -334,6 +342,7 @@ int main(int argc, char **argv)
 		{ "grace-us",	required_argument,	NULL, 'g' },
 		{ "group",	required_argument,	NULL, 'G' },
 		{ "hint-socket", required_argument,	NULL, 'P' },
+		{ "hint-user-max", required_argument,	NULL, 'U' },
 		{ "no-hints",	no_argument,		NULL, 'n' },
 		{ "hints-observe", no_argument,		NULL, 'O' },
 		{ "stats",	required_argument,	NULL, 'S' },
@@ -347,6 +356,7 @@ int main(int argc, char **argv)
 	unsigned long min_slice_us = 0;		/* 0: the default, from slice_us */
 	const char *hint_path = WS_HINT_SOCK_PATH;
 	long hint_gid = -1;
+	unsigned long hint_user_max = HINT_USER_MAX_DFL;
 	bool hints = true, observe = false;
 	char why[512];
 	const char *scx_sysfs = getenv("WSCHED_SCX_SYSFS") ?: "/sys/kernel/sched_ext";
@@ -356,7 +366,7 @@ int main(int argc, char **argv)
 	int opt, nr_cpus, nr_llcs, status = EX_OK;
 
 	prog = argv[0] && strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : "scx_wsched";
-	while ((opt = getopt_long(argc, argv, "s:m:g:G:P:nOS:jvVh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:m:g:G:P:U:nOS:jvVh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			slice_us = parse_ulong("--slice-us", optarg, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX);
@@ -379,6 +389,9 @@ int main(int argc, char **argv)
 				die_usage("--hint-socket must be an absolute path shorter than 108 bytes, not '%s'",
 					  hint_path);
 			break;
+		case 'U':
+			hint_user_max = parse_ulong("--hint-user-max", optarg, 1, WS_HINT_MAX_PROCS);
+			break;
 		case 'n':
 			hints = false;
 			break;
@@ -399,7 +412,8 @@ int main(int argc, char **argv)
 			return EX_OK;
 		case 'h':
 			printf(usage_fmt, prog, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX, WSCHED_SLICE_US_DFL,
-			       WSCHED_SLICE_US_MIN, WSCHED_GRACE_US_MAX, WSCHED_GRACE_US_DFL, WS_HINT_SOCK_PATH);
+			       WSCHED_SLICE_US_MIN, WSCHED_GRACE_US_MAX, WSCHED_GRACE_US_DFL, WS_HINT_SOCK_PATH,
+			       (int)WS_HINT_MAX_PROCS, HINT_USER_MAX_DFL);
 			return EX_OK;
 		default:
 			fprintf(stderr, "%s: bad usage (see --help)\n", prog);
@@ -445,6 +459,7 @@ int main(int argc, char **argv)
 	}
 
 	hint_server_init(&hint_srv);
+	hint_srv.user_max = (int)hint_user_max;
 	if (hints && hint_server_start(&hint_srv, hint_path, hint_gid, why, sizeof(why))) {
 		fprintf(stderr, "%s: hint socket: %s (or run with --no-hints)\n", prog, why);
 		return EX_LOAD;

@@ -52,6 +52,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <wsched/hint.h>
@@ -68,7 +69,23 @@ struct hint_conn {
 	 * found no slot (written by the process: a hint to report, no more). */
 	const struct ws_hint_header *hdr;
 	__u32 tgid;
+	__u32 uid;		/* the peer's, at connect() */
+	__u32 map_id;		/* its array's id, to follow it after the connection */
 };
+
+/*
+ * An array whose connection closed: it lives on while a process keeps it
+ * mapped (the loader cannot take a mapping back), and counts against its
+ * user's quota and the overall bound until it is freed.
+ */
+struct hint_linger {
+	__u32 map_id;
+	__u32 uid;
+};
+
+/* Arrays (registered or lingering) one user other than root may have;
+ * --hint-user-max. */
+#define HINT_USER_MAX_DFL	128
 
 struct hint_server {
 	int lfd;		/* -1: hints off */
@@ -84,6 +101,11 @@ struct hint_server {
 	int max_procs;		/* registrations the descriptor limit allows */
 	int spare;		/* a descriptor to give up when accept4 hits EMFILE */
 	int ep;			/* epoll: the listening socket, every socket and pidfd */
+	struct hint_linger linger[WS_HINT_MAX_PROCS];
+	int nr_linger;
+	int user_max;		/* arrays per user (root: no quota) */
+	double last_sweep;	/* when lingering arrays were last looked for */
+	unsigned long nr_refused_quota;	/* connections refused: the user's quota */
 };
 
 /* epoll data: the listening socket, or a connection's tgid << 1 | is_pidfd
@@ -166,9 +188,68 @@ static unsigned long hint_threads_refused(const struct hint_server *hs)
 	return n;
 }
 
+/*
+ * Forget the lingering arrays that were freed (nobody maps them any more):
+ * an id that no longer opens is gone for good (ids are not reused until
+ * the 31-bit id space wraps).
+ */
+static void hint_sweep(struct hint_server *hs)
+{
+	int i = 0, fd;
+
+	while (i < hs->nr_linger) {
+		fd = bpf_map_get_fd_by_id(hs->linger[i].map_id);
+		if (fd >= 0) {
+			close(fd);
+			i++;
+		} else if (errno == ENOENT) {
+			hs->linger[i] = hs->linger[--hs->nr_linger];
+		} else {
+			i++;	/* cannot tell: keep counting it */
+		}
+	}
+}
+
+/* Arrays of @uid: registered and lingering. */
+static int hint_arrays_of(const struct hint_server *hs, __u32 uid)
+{
+	int i, n = 0;
+
+	for (i = 0; i < hs->nr; i++)
+		n += hs->conns[i].uid == uid;
+	for (i = 0; i < hs->nr_linger; i++)
+		n += hs->linger[i].uid == uid;
+	return n;
+}
+
+/*
+ * May a process of @uid get an array? 0, or the reason to refuse: EUSERS
+ * when the loader serves as many processes as it can, or arrays of closed
+ * connections fill the overall bound with them; EDQUOT when @uid (not
+ * root) has its quota of arrays. Lingering arrays are looked for again
+ * before a refusal, so one freed a moment ago counts as freed.
+ */
+static int hint_room_for(struct hint_server *hs, __u32 uid)
+{
+	int pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		bool full = hs->nr + hs->nr_linger >= hs->max_procs;
+		bool quota = uid && hint_arrays_of(hs, uid) >= hs->user_max;
+
+		if (!full && !quota)
+			return 0;
+		if (pass || !hs->nr_linger)
+			return full ? EUSERS : EDQUOT;
+		hint_sweep(hs);
+	}
+	return 0;
+}
+
 static void hint_server_init(struct hint_server *hs)
 {
 	memset(hs, 0, sizeof(*hs));
+	hs->user_max = HINT_USER_MAX_DFL;
 	hs->lfd = -1;
 	hs->dfd = -1;
 	hs->outer_fd = -1;
@@ -356,6 +437,29 @@ static void hint_publish(struct hint_server *hs)
 		__atomic_store_n(hs->live, (__u32)hs->nr, __ATOMIC_RELEASE);
 }
 
+/* True if connection @i is gone: socket hangup or process exit. */
+static bool hint_conn_gone(struct hint_conn *c, short sock_ev, short pid_ev)
+{
+	char junk[256];
+	int k;
+
+	if (pid_ev & (POLLIN | POLLHUP | POLLERR))
+		return true;
+	if (sock_ev & (POLLHUP | POLLERR | POLLRDHUP))
+		return true;
+	if (!(sock_ev & POLLIN))
+		return false;
+	for (k = 0; k < 16; k++) {	/* clients send nothing; drop what they do */
+		ssize_t n = recv(c->sock, junk, sizeof(junk), MSG_DONTWAIT);
+
+		if (n == 0)
+			return true;
+		if (n < 0)
+			return errno != EAGAIN && errno != EINTR;
+	}
+	return false;
+}
+
 static void hint_conn_close(struct hint_server *hs, int i)
 {
 	struct hint_conn *c = &hs->conns[i];
@@ -373,16 +477,33 @@ static void hint_conn_close(struct hint_server *hs, int i)
 		munmap((void *)c->hdr, HINT_HDR_MAP_LEN);
 	}
 	close(c->map_fd);
+	/* Until seen freed: the process (or one it passed the mapping to)
+	 * may keep it. A process that exited frees it at once. */
+	if (c->map_id && hs->nr_linger < (int)WS_HINT_MAX_PROCS)
+		hs->linger[hs->nr_linger++] = (struct hint_linger){ c->map_id, c->uid };
 	hs->conns[i] = hs->conns[--hs->nr];
 	hint_publish(hs);
 }
 
 /* A new BPF object was loaded (first load or a restart): fill its map, then
- * open its gate. */
+ * open its gate. A restart takes a while, with no poll round: processes
+ * that left meanwhile are let go first, so the new map never holds them
+ * (their tgids are numbers that may be reused once they are reaped). */
 static void hint_server_attach(struct hint_server *hs, int outer_fd, volatile __u32 *live)
 {
-	int i;
+	int i = 0;
 
+	while (i < hs->nr) {
+		struct pollfd p[2] = {
+			{ .fd = hs->conns[i].sock, .events = POLLIN | POLLRDHUP },
+			{ .fd = hs->conns[i].pidfd, .events = POLLIN },
+		};
+
+		if (poll(p, 2, 0) > 0 && hint_conn_gone(&hs->conns[i], p[0].revents, p[1].revents))
+			hint_conn_close(hs, i);
+		else
+			i++;
+	}
 	hs->outer_fd = outer_fd;
 	hs->live = live;
 	for (i = 0; i < hs->nr; i++)
@@ -457,20 +578,34 @@ static void hint_accept(struct hint_server *hs)
 		goto refuse;
 	}
 	c.tgid = (__u32)cred.pid;	/* the connecting process's tgid */
+	c.uid = (__u32)cred.uid;
 	/* One entry per process: a new connection replaces an old one. */
 	for (i = 0; i < hs->nr; i++)
 		if (hs->conns[i].tgid == c.tgid) {
 			hint_conn_close(hs, i);
 			break;
 		}
-	if (hs->nr >= hs->max_procs || hs->outer_fd < 0) {
-		reason = EUSERS;	/* as many processes as it serves */
+	reason = hs->outer_fd < 0 ? EUSERS : hint_room_for(hs, c.uid);
+	if (reason) {
+		hs->nr_refused_quota += reason == EDQUOT;
 		goto refuse;
 	}
+	reason = EAGAIN;
 	c.map_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "ws_hint_slots", sizeof(__u32),
 				  WS_HINT_SLOT_SIZE, WS_HINT_NR_SLOTS, &opts);
 	if (c.map_fd < 0) {
 		reason = c.map_fd == -EMFILE || c.map_fd == -ENFILE ? EMFILE : ENOMEM;
+		goto refuse;
+	}
+	{
+		struct bpf_map_info info = {};
+		__u32 info_len = sizeof(info);
+
+		if (!bpf_map_get_info_by_fd(c.map_fd, &info, &info_len))
+			c.map_id = info.id;
+	}
+	if (!c.map_id) {
+		reason = ENOMEM;	/* could not be followed once closed */
 		goto refuse;
 	}
 	c.hdr = mmap(NULL, HINT_HDR_MAP_LEN, PROT_READ, MAP_SHARED, c.map_fd, 0);
@@ -510,29 +645,6 @@ refuse:
 	if (c.pidfd >= 0)
 		close(c.pidfd);
 	close(c.sock);
-}
-
-/* True if connection @i is gone: socket hangup or process exit. */
-static bool hint_conn_gone(struct hint_conn *c, short sock_ev, short pid_ev)
-{
-	char junk[256];
-	int k;
-
-	if (pid_ev & (POLLIN | POLLHUP | POLLERR))
-		return true;
-	if (sock_ev & (POLLHUP | POLLERR | POLLRDHUP))
-		return true;
-	if (!(sock_ev & POLLIN))
-		return false;
-	for (k = 0; k < 16; k++) {	/* clients send nothing; drop what they do */
-		ssize_t n = recv(c->sock, junk, sizeof(junk), MSG_DONTWAIT);
-
-		if (n == 0)
-			return true;
-		if (n < 0)
-			return errno != EAGAIN && errno != EINTR;
-	}
-	return false;
 }
 
 /* The index of the connection of @tgid, or -1. */
@@ -576,6 +688,17 @@ static void hint_server_poll(struct hint_server *hs, int timeout_ms)
 			      hint_conn_gone(&hs->conns[i], (short)evs[k].events, 0))
 			hint_conn_close(hs, i);
 	}
+	if (hs->nr_linger) {
+		struct timespec ts;
+		double t;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		t = ts.tv_sec + ts.tv_nsec / 1e9;
+		if (t - hs->last_sweep >= 1.0) {
+			hint_sweep(hs);
+			hs->last_sweep = t;
+		}
+	}
 	if (listen_ready)
 		for (i = 0; i < 64; i++) {	/* bounded per round */
 			unsigned long before = hs->nr_accepted + hs->nr_refused;
@@ -590,6 +713,7 @@ static void hint_server_stop(struct hint_server *hs)
 {
 	while (hs->nr)
 		hint_conn_close(hs, hs->nr - 1);
+	hs->nr_linger = 0;
 	if (hs->lfd >= 0) {
 		close(hs->lfd);
 		unlinkat(hs->dfd, hs->name, 0);

@@ -781,6 +781,258 @@ TEST_F_TIMEOUT(hint, connection_of_a_reaped_process_is_refused, 60)
 	waitpid(victim, NULL, 0);
 }
 
+/* ------------------------------------------------ churn */
+
+static int register_as_nobody(gid_t *groups, int n, int want);
+
+/* One registration spoken by hand, as a hostile client does: connect,
+ * map the array, close everything but the mapping. 0 (mapped), the
+ * loader's refusal (-reason), or -ETIMEDOUT / -EPROTO. */
+static int churn_once(void)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX, .sun_path = WS_HINT_SOCK_PATH };
+	struct timeval tv = { .tv_sec = 10 };
+	struct ws_hint_hello hello = {};
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { &hello, sizeof(hello) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c;
+	int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), fd = -1, rc;
+	ssize_t n;
+	void *m;
+
+	if (sock < 0)
+		return -errno;
+	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(sock, (struct sockaddr *)&addr, sizeof(addr))) {
+		rc = -errno;
+		close(sock);
+		return rc;
+	}
+	n = recvmsg(sock, &msg, 0);
+	close(sock);
+	for (c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c))
+		if (c->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	if (n < 0)
+		return errno == EAGAIN ? -ETIMEDOUT : -errno;
+	if (fd < 0)
+		return n == sizeof(hello) && hello.reserved ? -(int)hello.reserved : -EPROTO;
+	m = mmap(NULL, WS_HINT_NR_SLOTS * WS_HINT_SLOT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 fd, 0);
+	close(fd);
+	return m == MAP_FAILED ? -EPROTO : 0;	/* the mapping stays: the array lingers */
+}
+
+struct churn {
+	long mapped, quota, timedout, other;
+	int done, go_exit;
+};
+
+static long meminfo_kb(const char *key)
+{
+	char line[256];
+	long v = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key)))
+			v = atol(line + strlen(key));
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static long vm_rss_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmRSS:", 6))
+			v = atol(line + 6);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/*
+ * A member of the hint group connects, maps its array and closes the
+ * connection, over and over, keeping every mapping (WSCHED_CHURN_CYCLES
+ * times: 400 in `make check`, 50,000 in `make stress-guest`). The loader
+ * cannot take a mapping back, so each array lives on: it counts against
+ * the user's quota (128 arrays by default) until it is freed. Checked: as
+ * many cycles as the quota map an array, the rest are refused with EDQUOT,
+ * none times out; the kernel's available memory and the loader's RSS
+ * stay bounded; once the process exits (its mappings go), the loader sees
+ * the arrays freed and the user registers again.
+ */
+TEST_F_TIMEOUT(hint, churned_arrays_are_bounded_per_user, 900)
+{
+	const char *env = getenv("WSCHED_CHURN_CYCLES");
+	long cycles = env ? atol(env) : 400, avail0, avail1, rss0, rss1, lingering;
+	struct churn *ch = shared_mem(sizeof(*ch));
+	gid_t users = self->users_gid;
+	pid_t kid;
+	double end;
+	int st;
+
+	ASSERT_NE(NULL, ch);
+	if (cycles < 200 || cycles > 1000000)
+		SKIP(return, "WSCHED_CHURN_CYCLES=%s is not 200..1000000", env);
+	avail0 = meminfo_kb("MemAvailable:");
+	rss0 = vm_rss_kb(self->pid);
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		long i;
+
+		if (setgroups(1, &users) || setgid(65534) || setuid(65534))
+			_exit(3);
+		for (i = 0; i < cycles; i++) {
+			int rc = churn_once();
+
+			if (!rc)
+				ch->mapped++;
+			else if (rc == -EDQUOT)
+				ch->quota++;
+			else if (rc == -ETIMEDOUT)
+				ch->timedout++;
+			else
+				ch->other++;
+		}
+		__atomic_store_n(&ch->done, 1, __ATOMIC_RELEASE);
+		while (!__atomic_load_n(&ch->go_exit, __ATOMIC_ACQUIRE))
+			usleep(10000);
+		_exit(0);
+	}
+	ASSERT_TRUE(wait_flag(&ch->done, 1, 800)) TH_LOG("the cycles did not end");
+	avail1 = meminfo_kb("MemAvailable:");
+	rss1 = vm_rss_kb(self->pid);
+	lingering = wt_json_fresh(OUT_FILE, "hint_arrays_lingering", 10);
+	TH_LOG("%ld cycles: %ld mapped, %ld refused (quota), %ld timed out, %ld other; "
+	       "MemAvailable -%ld KiB, loader RSS %+ld KiB, %ld arrays lingering",
+	       cycles, ch->mapped, ch->quota, ch->timedout, ch->other, avail0 - avail1,
+	       rss1 - rss0, lingering);
+	EXPECT_EQ(128, ch->mapped);
+	EXPECT_EQ(cycles - 128, ch->quota);
+	EXPECT_EQ(0, ch->timedout);
+	EXPECT_EQ(0, ch->other);
+	EXPECT_EQ(128, lingering);
+	/* 128 arrays of 256 KiB, plus what the rest of the guest does. */
+	EXPECT_GT(128 * 256 + 24 * 1024, avail0 - avail1);
+	EXPECT_GT(4 * 1024, rss1 - rss0);
+	__atomic_store_n(&ch->go_exit, 1, __ATOMIC_RELEASE);
+	waitpid(kid, &st, 0);
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("status %#x", st);
+	/* The mappings went with the process: the arrays are freed, and the
+	 * loader looks for them at least once a second. */
+	end = wt_now() + 15;
+	do {
+		lingering = wt_json_fresh(OUT_FILE, "hint_arrays_lingering", 5);
+	} while (lingering && wt_now() < end);
+	EXPECT_EQ(0, lingering) TH_LOG("arrays of the exited process still counted");
+	EXPECT_EQ(0, register_as_nobody(&users, 1, 0)) TH_LOG("the user cannot register again");
+}
+
+/* ------------------------------------------------ reload */
+
+/* The id of the newest map named @name, or 0. */
+static __u32 newest_map_id(const char *name)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	int fd = map_by_name(name);
+
+	if (fd < 0)
+		return 0;
+	if (bpf_map_get_info_by_fd(fd, &info, &len))
+		info.id = 0;
+	close(fd);
+	return info.id;
+}
+
+/* Whether the hint_procs map with id @id has an entry for @tgid. */
+static bool map_has(__u32 id, pid_t tgid)
+{
+	int fd = bpf_map_get_fd_by_id(id);
+	__u32 key = tgid, inner;
+	bool yes;
+
+	if (fd < 0)
+		return false;
+	yes = !bpf_map_lookup_elem(fd, &key, &inner);
+	close(fd);
+	return yes;
+}
+
+/*
+ * A registered process exits while the loader reloads the scheduler (CPU
+ * hotplug makes the kernel ask for a restart; the loader polls no socket
+ * while it loads). The new scheduler's table must never hold it: its tgid
+ * is a number the next process may get. The test watches the new table
+ * from its creation until the scheduler runs again, then puts the CPU back.
+ */
+TEST_F_TIMEOUT(hint, process_gone_during_a_reload_is_not_reinserted, 180 + 2 * WS_LOAD_WAIT)
+{
+	int *ready = shared_mem(sizeof(int));
+	long last = sysconf(_SC_NPROCESSORS_ONLN) - 1;
+	__u32 old_id, id = 0;
+	bool seen = false, enabled_seen = false;
+	double end, enabled_at = 0;
+	char path[128];
+	pid_t kid;
+
+	ASSERT_NE(NULL, ready);
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%ld/online", last);
+	if (access(path, W_OK))
+		SKIP(return, "CPU %ld cannot be offlined here", last);
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		*ready = ws_thread_register() == 0 ? 1 : -1;
+		for (;;)
+			pause();
+	}
+	ASSERT_TRUE(wait_flag(ready, 1, 20)) TH_LOG("child could not register (%d)", *ready);
+	old_id = newest_map_id("hint_procs");
+	ASSERT_NE(0, old_id);
+	ASSERT_TRUE(map_has(old_id, kid));
+	ASSERT_EQ(0, wt_write_str(path, "0"));
+	/* Gone once the loader dropped the old scheduler, before it polls
+	 * again: it is loading the new one. */
+	end = wt_now() + 30;
+	while (wt_now() < end && map_has(old_id, kid))
+		usleep(1000);
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	end = wt_now() + WS_LOAD_WAIT;
+	while (wt_now() < end && (!enabled_seen || wt_now() < enabled_at + 1.0)) {
+		__u32 n = newest_map_id("hint_procs");
+
+		if (n && n != old_id) {
+			id = n;
+			seen |= map_has(id, kid);
+		}
+		if (id && !enabled_seen && wt_enabled()) {
+			enabled_seen = true;
+			enabled_at = wt_now();
+		}
+		usleep(1000);
+	}
+	EXPECT_NE(0, id) TH_LOG("the loader made no new table after CPU %ld went offline", last);
+	EXPECT_TRUE(enabled_seen) TH_LOG("not enabled again after the reload");
+	EXPECT_FALSE(seen) TH_LOG("the new table held the process that exited during the reload");
+	ASSERT_EQ(0, wt_write_str(path, "1"));
+	wt_sleep(0.5);
+	EXPECT_TRUE(wt_wait_state(true, WS_LOAD_WAIT)) TH_LOG("not reloaded after onlining CPU %ld",
+							      last);
+}
+
 /* ------------------------------------------------ permissions */
 
 /* In a child: drop to uid/gid 65534 with @groups; exit 0 if registration

@@ -158,6 +158,12 @@ static void report(int err)
 	case -EUSERS:
 		why = "the scx_wsched loader serves as many processes as it can at";
 		break;
+	case -EDQUOT:
+		why = "this user has as many processes registered as the loader allows at";
+		break;
+	case -ESRCH:
+		why = "the scx_wsched loader could not identify this process at";
+		break;
 	default:
 		why = "registration failed with the loader at";
 		break;
