@@ -763,21 +763,34 @@ int _ws_sync_slow(struct ws_worker *w, struct ws_task *t)
 
 /* ------------------------------------------------------------ parallel_for */
 
+/*
+ * Lengths are unsigned long: hi - lo of two longs needs 64 bits unsigned
+ * (LONG_MIN..LONG_MAX is 2^64 - 1 long), and signed subtraction would
+ * overflow. mid = lo + len / 2 stays in [lo, hi), so that addition cannot
+ * overflow: len / 2 <= LONG_MAX and the sum lies between two longs.
+ */
 struct pfor {
-	long lo, hi, grain;
+	long lo, hi;
+	unsigned long grain;
 	ws_range_fn body;
 	void *arg;
 };
 
+static inline unsigned long range_len(long lo, long hi)
+{
+	return (unsigned long)hi - (unsigned long)lo;	/* hi > lo: no wrap */
+}
+
 static int pfor_task(struct ws_worker *w, void *arg)
 {
 	struct pfor *a = arg;
+	unsigned long len = range_len(a->lo, a->hi);
 	int r1, r2;
 
-	if (a->hi - a->lo <= a->grain)
+	if (len <= a->grain)
 		return a->body(w, a->lo, a->hi, a->arg);
 	{
-		long mid = a->lo + (a->hi - a->lo) / 2;
+		long mid = a->lo + (long)(len / 2);
 		struct pfor right = { mid, a->hi, a->grain, a->body, a->arg };
 		struct pfor left = { a->lo, mid, a->grain, a->body, a->arg };
 		struct ws_task t;
@@ -792,18 +805,18 @@ static int pfor_task(struct ws_worker *w, void *arg)
 int ws_parallel_for(struct ws_worker *w, long lo, long hi, long grain, ws_range_fn body,
 		    void *arg)
 {
-	struct pfor a = { lo, hi, grain, body, arg };
+	struct pfor a = { lo, hi, 0, body, arg };
 
 	if (!w || !body)
 		return -EINVAL;
 	if (hi <= lo)
 		return 0;
-	if (grain <= 0) {
-		grain = (hi - lo) / (8 * (long)w->pool->nr);
-		if (grain < 1)
-			grain = 1;
-	}
-	a.grain = grain;
+	if (grain > 0)
+		a.grain = (unsigned long)grain;
+	else
+		a.grain = range_len(lo, hi) / (8ul * w->pool->nr);
+	if (!a.grain)
+		a.grain = 1;
 	return pfor_task(w, &a);
 }
 

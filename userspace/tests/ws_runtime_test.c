@@ -8,6 +8,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -322,6 +323,122 @@ TEST(parallel_for_covers_each_index_once_within_grain)
 	EXPECT_GT(atomic_load(&f.max_piece), 500);
 	ASSERT_EQ(0, ws_pool_destroy(p));
 	free(f.hits);
+}
+
+/* The pieces a body saw, for ranges too long to mark index by index. */
+struct pieces {
+	pthread_mutex_t lock;
+	long lo[1024], hi[1024];
+	int n;
+	bool overflow;		/* more than 1024 pieces */
+};
+
+static int piece_body(struct ws_worker *w, long lo, long hi, void *arg)
+{
+	struct pieces *ps = arg;
+
+	pthread_mutex_lock(&ps->lock);
+	if (ps->n < 1024) {
+		ps->lo[ps->n] = lo;
+		ps->hi[ps->n] = hi;
+		ps->n++;
+	} else {
+		ps->overflow = true;
+	}
+	pthread_mutex_unlock(&ps->lock);
+	return 0;
+}
+
+struct piece_root {
+	struct pieces *ps;
+	long lo, hi, grain;
+};
+
+static int piece_root(struct ws_worker *w, void *arg)
+{
+	struct piece_root *r = arg;
+
+	return ws_parallel_for(w, r->lo, r->hi, r->grain, piece_body, r->ps);
+}
+
+static int cmp_piece(const void *x, const void *y)
+{
+	long a = *(const long *)x, b = *(const long *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * Run parallel_for over [lo, hi) and check that the pieces tile it exactly:
+ * sorted by start, the first starts at lo, each ends where the next starts,
+ * the last ends at hi, none is empty and none is longer than @max_len
+ * (lengths as unsigned: a piece may be longer than LONG_MAX). Returns the
+ * number of pieces, or -1 after a failed check (reported by the caller).
+ */
+static int check_tiling(struct ws_pool *p, long lo, long hi, long grain,
+			unsigned long max_len, char *why, size_t why_len)
+{
+	static struct pieces ps;
+	struct piece_root r = { &ps, lo, hi, grain };
+	long pairs[1024][2];
+	int i, err;
+
+	memset(&ps, 0, sizeof(ps));
+	pthread_mutex_init(&ps.lock, NULL);
+	err = ws_pool_run(p, piece_root, &r);
+	pthread_mutex_destroy(&ps.lock);
+	if (err || ps.overflow || !ps.n) {
+		snprintf(why, why_len, "run %d, overflow %d, %d pieces", err, ps.overflow, ps.n);
+		return -1;
+	}
+	for (i = 0; i < ps.n; i++) {
+		pairs[i][0] = ps.lo[i];
+		pairs[i][1] = ps.hi[i];
+	}
+	qsort(pairs, ps.n, sizeof(pairs[0]), cmp_piece);
+	for (i = 0; i < ps.n; i++) {
+		unsigned long len = (unsigned long)pairs[i][1] - (unsigned long)pairs[i][0];
+
+		if (pairs[i][0] != (i ? pairs[i - 1][1] : lo) || pairs[i][1] <= pairs[i][0] ||
+		    len > max_len) {
+			snprintf(why, why_len, "piece %d of %d: [%ld, %ld)", i, ps.n,
+				 pairs[i][0], pairs[i][1]);
+			return -1;
+		}
+	}
+	if (pairs[ps.n - 1][1] != hi) {
+		snprintf(why, why_len, "last piece ends at %ld", pairs[ps.n - 1][1]);
+		return -1;
+	}
+	return ps.n;
+}
+
+/* Ranges whose length does not fit in a long: split without signed
+ * overflow (the ASan+UBSan build aborts on one), tiled exactly, within
+ * grain, and the automatic grain gives a bounded number of pieces. */
+TEST(parallel_for_full_long_range_without_overflow)
+{
+	struct ws_pool *p = mkpool(2, false);
+	char why[128] = "";
+	int n;
+
+	ASSERT_NE(NULL, p);
+	n = check_tiling(p, LONG_MIN, LONG_MAX, 1L << 60, 1UL << 60, why, sizeof(why));
+	EXPECT_LE(16, n) TH_LOG("LONG_MIN..LONG_MAX grain 2^60: %s", why);
+	EXPECT_GE(32, n);
+	n = check_tiling(p, LONG_MIN, LONG_MAX, 0, ULONG_MAX / 16 + 1, why, sizeof(why));
+	EXPECT_LE(16, n) TH_LOG("LONG_MIN..LONG_MAX automatic grain: %s", why);
+	EXPECT_GE(32, n);
+	n = check_tiling(p, -1, LONG_MAX, LONG_MAX / 3, (unsigned long)LONG_MAX / 3, why,
+			 sizeof(why));
+	EXPECT_LE(4, n) TH_LOG("-1..LONG_MAX: %s", why);
+	n = check_tiling(p, LONG_MIN, 1, LONG_MAX, LONG_MAX, why, sizeof(why));
+	EXPECT_EQ(2, n) TH_LOG("LONG_MIN..1 grain LONG_MAX: %s", why);
+	n = check_tiling(p, LONG_MAX - 5, LONG_MAX, 1, 1, why, sizeof(why));
+	EXPECT_EQ(5, n) TH_LOG("LONG_MAX-5..LONG_MAX grain 1: %s", why);
+	n = check_tiling(p, LONG_MIN, LONG_MIN + 7, 2, 2, why, sizeof(why));
+	EXPECT_LE(4, n) TH_LOG("LONG_MIN..LONG_MIN+7 grain 2: %s", why);
+	ASSERT_EQ(0, ws_pool_destroy(p));
 }
 
 /* ------------------------------------------------------------ stealing */

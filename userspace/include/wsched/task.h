@@ -145,7 +145,10 @@ static inline void ws_poll(struct ws_worker *w)
 /*
  * Run body(w, lo', hi', arg) over [lo, hi) split in halves, recursively,
  * until pieces are at most @grain long (grain <= 0: chosen as about
- * (hi - lo) / (8 * workers)). Returns the first negative result of a piece
+ * (hi - lo) / (8 * workers)). Any lo < hi is valid, up to LONG_MIN..LONG_MAX:
+ * the runtime computes lengths unsigned, so hi - lo need not fit in a long;
+ * a piece is at most grain long, so hi' - lo' in the body always does.
+ * hi <= lo runs nothing. Returns the first negative result of a piece
  * (the others still run), or 0. Call it from a task on worker @w.
  */
 int ws_parallel_for(struct ws_worker *w, long lo, long hi, long grain, ws_range_fn body,
