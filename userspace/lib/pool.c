@@ -59,6 +59,23 @@
  * next spawn anywhere checks the idle word (seq_cst) and wakes a sleeper if
  * nobody searches; the spawn that handled the hint clears it.
  *
+ * Fork. A child process has only the thread that called fork(): none of a
+ * pool's workers exist there, locks they held stay held, and the jobs and
+ * frames in the pool belong to the parent's threads. A pool is therefore
+ * dead in a child: every call that would make it work or wait for it fails
+ * with -ECHILD without taking a lock (submit, run, job_wait on a job not
+ * done, get_stats, destroy; nr_workers reads 0, sum_stats all zero), and
+ * destroy frees the child's copy of the memory without joining anything.
+ * A pthread_atfork child handler bumps a process-wide fork generation; each
+ * pool records the generation it was created in, so the check is one
+ * relaxed load and a compare (the handler runs in the child's only thread
+ * before fork returns, and threads the child creates later synchronise
+ * with it through pthread_create, so relaxed suffices). The fast paths of
+ * spawn and sync do not check: in a child forked by a task, that worker's
+ * private tasks still run inline as plain calls; the slow paths check, so
+ * it never exposes work or wakes anyone, and the sync of a task a thief
+ * had taken returns -ECHILD instead of waiting for a thread that is gone.
+ *
  * Accepted races, and why they are harmless: spawn reads req relaxed,
  * without a fence, so a request or hint set just after it is seen one spawn
  * later; private tasks are not stealable anyway until exposed, and the owner
@@ -132,6 +149,7 @@ struct ws_pool {
 	unsigned max_searching;
 	bool no_spin;
 	struct ws_yielder yield;	/* read-only once workers run */
+	unsigned fork_gen;		/* fork_gen at create (see "Fork") */
 	size_t stack_size;
 	/* sleeping << 32 | searching; __atomic builtins */
 	WS_CACHE_ALIGNED uint64_t idle;
@@ -149,6 +167,30 @@ struct ws_pool {
 };
 
 /* ------------------------------------------------------------ helpers */
+
+/* Forks seen by this process: incremented in each fork child. The only
+ * mutable state the runtime shares between pools. */
+static _Atomic unsigned fork_gen;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static int fork_once_err;		/* pthread_atfork's error */
+
+static void fork_child(void)
+{
+	atomic_fetch_add_explicit(&fork_gen, 1, memory_order_relaxed);
+}
+
+static void fork_setup(void)
+{
+	fork_once_err = pthread_atfork(NULL, NULL, fork_child);
+}
+
+/* Is @p inherited across fork (its workers do not exist here)? Relaxed:
+ * see "Fork" above. */
+static inline bool pool_forked(const struct ws_pool *p)
+{
+	return ws_unlikely(atomic_load_explicit(&fork_gen, memory_order_relaxed) !=
+			   p->fork_gen);
+}
 
 static inline uint64_t now_ns(void)
 {
@@ -660,6 +702,11 @@ void _ws_spawn_slow(struct ws_worker *w)
 	 * later spawn. */
 	uint32_t r = __atomic_exchange_n(&w->d.req, 0, __ATOMIC_RELAXED);
 
+	/* In a fork child nobody could steal or be woken (and the sleep
+	 * lock may be held by a thread that is gone): keep everything private. */
+	if (pool_forked(w->pool))
+		return;
+
 	/* A wake hint while somebody sleeps and nobody searches: the worker
 	 * maybe_wake is about to wake will look for work, so share now; its
 	 * own request would be answered only at our next spawn or sync, which
@@ -701,16 +748,19 @@ int _ws_group_trampoline(struct ws_worker *w, void *arg)
  * (towards that thief: if it was preempted, it gets our CPU), then sleep on
  * the frame until the thief wakes us: a yielding waiter would take CPU time
  * from that very thief when CPUs are oversubscribed. */
-static void wait_stolen(struct ws_worker *w, struct ws_task *t)
+static bool wait_stolen(struct ws_worker *w, struct ws_task *t)
 {
 	struct ws_pool *p = w->pool;
 	uint64_t start = 0, el;
 
 	/* acquire: pairs with the thief's release in run_stolen. */
 	while (__atomic_load_n(&t->_done, __ATOMIC_ACQUIRE) != TASK_DONE) {
-		struct ws_task *x = steal_round(w, __atomic_load_n(&t->_thief, __ATOMIC_RELAXED));
+		struct ws_task *x;
 		int z = 0;
 
+		if (pool_forked(p))
+			return false;	/* the thief is in the parent */
+		x = steal_round(w, __atomic_load_n(&t->_thief, __ATOMIC_RELAXED));
 		if (x) {
 			run_stolen(w, x);
 			start = 0;
@@ -733,6 +783,7 @@ static void wait_stolen(struct ws_worker *w, struct ws_task *t)
 			futex((void *)&t->_done, FUTEX_WAIT_PRIVATE, TASK_SLEEPER);
 		}
 	}
+	return true;
 }
 
 int _ws_sync_slow(struct ws_worker *w, struct ws_task *t)
@@ -740,6 +791,7 @@ int _ws_sync_slow(struct ws_worker *w, struct ws_task *t)
 	struct _ws_wdeque *d = &w->d;
 	uint32_t i = d->tail - 1;
 	uint64_t ts = __atomic_load_n(&d->ts, __ATOMIC_RELAXED);
+	bool done;
 
 	while ((uint32_t)ts <= i) {
 		/* relaxed: the owner only needs atomicity against thieves' CAS;
@@ -751,14 +803,15 @@ int _ws_sync_slow(struct ws_worker *w, struct ws_task *t)
 			return _ws_run(w, t);
 		}
 	}
-	/* Stolen: head == split == i + 1; keep slot i until the thief is done. */
-	wait_stolen(w, t);
+	/* Stolen: head == split == i + 1; keep slot i until the thief is done
+	 * (or, in a fork child, until it is clear the thief is not here). */
+	done = wait_stolen(w, t);
 	/* release: not needed for thieves (nothing is public), kept for clarity
 	 * of the later exposures' release sequences. */
 	__atomic_store_n(&d->ts, mk_ts(i, i), __ATOMIC_RELEASE);
 	d->split = i;
 	d->tail = i;
-	return __atomic_load_n(&t->_result, __ATOMIC_RELAXED);
+	return done ? __atomic_load_n(&t->_result, __ATOMIC_RELAXED) : -ECHILD;
 }
 
 /* ------------------------------------------------------------ parallel_for */
@@ -827,6 +880,8 @@ int ws_pool_submit(struct ws_pool *p, struct ws_job *job, struct ws_group *group
 {
 	if (!p || !job || !fn)
 		return -EINVAL;
+	if (pool_forked(p))
+		return -ECHILD;
 	if (group) {
 		job->_task._fn = _ws_group_trampoline;
 		job->_task._arg = &job->_task;
@@ -887,6 +942,8 @@ int ws_job_wait(struct ws_job *job)
 	if (ws_job_done(job))
 		return __atomic_load_n(&job->_task._result, __ATOMIC_RELAXED);
 	p = job->_pool;
+	if (pool_forked(p))
+		return -ECHILD;		/* nobody here will run it */
 	w = self_in(p);
 	start = now_ns();
 	if (w) {
@@ -991,8 +1048,12 @@ static void free_pool(struct ws_pool *p)
 	}
 	free(p->cache_of);
 	ws_yielder_close(&p->yield);
-	pthread_mutex_destroy(&p->sleep_lock);
-	pthread_mutex_destroy(&p->q_lock);
+	/* In a fork child a lock may be held by a thread that is gone;
+	 * destroying a locked mutex is undefined, freeing its memory is not. */
+	if (!pool_forked(p)) {
+		pthread_mutex_destroy(&p->sleep_lock);
+		pthread_mutex_destroy(&p->q_lock);
+	}
 	free(p);
 }
 
@@ -1029,6 +1090,9 @@ int ws_pool_create(struct ws_pool **out, const struct ws_pool_attr *attr)
 		ws_pool_attr_init(&a);
 	if (a.nr_workers > WS_MAX_WORKERS || a.deque_size > WS_MAX_DEQUE)
 		return -EINVAL;
+	pthread_once(&fork_once, fork_setup);
+	if (fork_once_err)
+		return -fork_once_err;
 	if (sched_getaffinity(0, sizeof(set), &set) == 0) {
 		for (c = 0; c < CPU_SETSIZE; c++)
 			if (CPU_ISSET(c, &set))
@@ -1041,6 +1105,7 @@ int ws_pool_create(struct ws_pool **out, const struct ws_pool_attr *attr)
 	if (!p)
 		return -ENOMEM;
 	memset(p, 0, sizeof(*p));
+	p->fork_gen = atomic_load_explicit(&fork_gen, memory_order_relaxed);
 	pthread_mutex_init(&p->sleep_lock, NULL);
 	pthread_mutex_init(&p->q_lock, NULL);
 	err = ws_yielder_open(&p->yield, a.yield_path);
@@ -1129,6 +1194,11 @@ int ws_pool_destroy(struct ws_pool *p)
 {
 	if (!p)
 		return -EINVAL;
+	if (pool_forked(p)) {
+		/* Nothing to stop or join here; free the child's copy. */
+		free_pool(p);
+		return -ECHILD;
+	}
 	if (self_in(p))
 		return -EDEADLK;
 	stop_and_join(p);
@@ -1138,7 +1208,7 @@ int ws_pool_destroy(struct ws_pool *p)
 
 unsigned ws_pool_nr_workers(const struct ws_pool *p)
 {
-	return p->nr;
+	return pool_forked(p) ? 0 : p->nr;
 }
 
 int ws_pool_get_stats(const struct ws_pool *p, unsigned idx, struct ws_worker_stats *st)
@@ -1147,6 +1217,8 @@ int ws_pool_get_stats(const struct ws_pool *p, unsigned idx, struct ws_worker_st
 
 	if (!p || !st || idx >= p->nr)
 		return -EINVAL;
+	if (pool_forked(p))
+		return -ECHILD;
 	w = p->w[idx];
 	st->nr_tasks = __atomic_load_n(&w->d.nr_tasks, __ATOMIC_RELAXED);
 	st->nr_steals = atomic_load_explicit(&w->nr_steals, memory_order_relaxed);
@@ -1168,7 +1240,8 @@ void ws_pool_sum_stats(const struct ws_pool *p, struct ws_worker_stats *sum)
 
 	memset(sum, 0, sizeof(*sum));
 	for (i = 0; i < p->nr; i++) {
-		ws_pool_get_stats(p, i, &st);
+		if (ws_pool_get_stats(p, i, &st))
+			break;		/* a fork child: all zero */
 		sum->nr_tasks += st.nr_tasks;
 		sum->nr_steals += st.nr_steals;
 		sum->nr_steal_fails += st.nr_steal_fails;

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include "kselftest_harness.h"
 #include "wsched/pool.h"
@@ -950,6 +951,177 @@ TEST(destroy_from_own_worker_fails)
 static int inner_job(struct ws_worker *w, void *arg)
 {
 	return 42;
+}
+
+/* ------------------------------------------------------------ fork */
+
+static _Atomic int gate;	/* gated_task returns once it is set */
+
+static int gated_task(struct ws_worker *w, void *arg)
+{
+	_Atomic int *started = arg;
+
+	atomic_store(started, 1);
+	while (!atomic_load(&gate))
+		usleep(100);
+	return 7;
+}
+
+#define CHILD_CHECK(cond)							\
+	do {									\
+		if (!(cond)) {							\
+			fprintf(stderr, "# fork child: line %d: %s\n", __LINE__, #cond); \
+			nr_failed++;						\
+		}								\
+	} while (0)
+
+/* In a fork child of a process with a live pool: every call fails at once
+ * with -ECHILD (a hang is killed by the alarm), destroy frees without
+ * joining, and a fresh pool works. Returns the number of failed checks. */
+static int pool_child_checks(struct ws_pool *p, struct ws_job *pending, struct ws_job *done)
+{
+	struct ws_worker_stats st = { .nr_tasks = 1 };
+	struct fib f = { 15, -1 };
+	struct ws_job j;
+	int nr_failed = 0;
+
+	alarm(10);
+	CHILD_CHECK(ws_pool_submit(p, &j, NULL, fib_task, &f) == -ECHILD);
+	CHILD_CHECK(ws_pool_run(p, fib_task, &f) == -ECHILD);
+	CHILD_CHECK(f.r == -1);				/* nothing ran */
+	CHILD_CHECK(!ws_job_done(pending));
+	CHILD_CHECK(ws_job_wait(pending) == -ECHILD);
+	CHILD_CHECK(ws_job_done(done) && ws_job_wait(done) == 42);
+	CHILD_CHECK(ws_pool_get_stats(p, 0, &st) == -ECHILD);
+	ws_pool_sum_stats(p, &st);
+	CHILD_CHECK(st.nr_tasks == 0);
+	CHILD_CHECK(ws_pool_nr_workers(p) == 0);
+	CHILD_CHECK(ws_pool_destroy(p) == -ECHILD);
+#ifndef __SANITIZE_THREAD__	/* TSan stops a fork child that starts threads */
+	struct ws_pool *q = mkpool(2, false);
+
+	CHILD_CHECK(q != NULL);
+	if (q) {
+		CHILD_CHECK(ws_pool_nr_workers(q) == 2);
+		CHILD_CHECK(ws_pool_run(q, fib_task, &f) == 0 && f.r == 610);
+		CHILD_CHECK(ws_pool_destroy(q) == 0);
+	}
+#endif
+	return nr_failed;
+}
+
+/* The child of a process with a live pool (a job running, one done) gets
+ * -ECHILD from every pool call instead of a hang, can free the pool and
+ * make its own; the parent's pool is unaffected. */
+TEST(pool_calls_fail_with_echild_in_fork_child)
+{
+	struct ws_pool *p = mkpool(2, false);
+	static struct ws_job pending, done;
+	_Atomic int started = 0;
+	struct fib f = { 15, -1 };
+	int status = -1;
+	pid_t pid;
+
+	ASSERT_NE(NULL, p);
+	atomic_store(&gate, 0);
+	ASSERT_EQ(0, ws_pool_submit(p, &done, NULL, inner_job, NULL));
+	ASSERT_EQ(42, ws_job_wait(&done));
+	ASSERT_EQ(0, ws_pool_submit(p, &pending, NULL, gated_task, &started));
+	while (!atomic_load(&started))
+		usleep(100);
+	pid = fork();
+	if (pid == 0)
+		_exit(pool_child_checks(p, &pending, &done));
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	atomic_store(&gate, 1);
+	ASSERT_LT(0, pid);
+	EXPECT_TRUE(WIFEXITED(status)) TH_LOG("child status %#x (a signal: it hung)", status);
+	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("checks that failed in the child");
+	EXPECT_EQ(7, ws_job_wait(&pending));
+	EXPECT_EQ(0, ws_pool_run(p, fib_task, &f));
+	EXPECT_EQ(610, f.r);
+	EXPECT_EQ(2, ws_pool_nr_workers(p));
+	ASSERT_EQ(0, ws_pool_destroy(p));
+}
+
+struct forker {
+	_Atomic int child_started, release;
+	int status, child_sync, parent_sync;
+	pid_t pid;
+};
+
+static int held_child(struct ws_worker *w, void *arg)
+{
+	struct forker *k = arg;
+
+	atomic_store(&k->child_started, 1);
+	while (!atomic_load(&k->release))
+		usleep(100);
+	return 5;
+}
+
+static int sum_body(struct ws_worker *w, long lo, long hi, void *arg)
+{
+	long *sum = arg, i;	/* one thread: the fork child */
+
+	for (i = lo; i < hi; i++)
+		*sum += i;
+	return 0;
+}
+
+/* Spawn a child task, wait until another worker has stolen it, fork. The
+ * fork child's ws_sync of the stolen task returns -ECHILD (its thief is in
+ * the parent), and spawn/sync/parallel_for still run inline there. */
+static int forking_task(struct ws_worker *w, void *arg)
+{
+	struct forker *k = arg;
+	uint64_t t0 = wt_test_now_ns();
+	struct ws_task t;
+
+	ws_spawn(w, &t, held_child, k);
+	while (!atomic_load(&k->child_started) && wt_test_now_ns() - t0 < 5000000000ull) {
+		ws_poll(w);		/* answer the thief's request */
+		usleep(100);
+	}
+	if (atomic_load(&k->child_started)) {
+		k->pid = fork();
+		if (k->pid == 0) {
+			struct fib f = { 15, -1 };
+			long sum = 0;
+			int code = 0;
+
+			alarm(10);
+			if (ws_sync(w, &t) != -ECHILD)
+				code |= 1;
+			fib_task(w, &f);
+			if (f.r != 610)
+				code |= 2;
+			if (ws_parallel_for(w, 0, 1000, 10, sum_body, &sum) || sum != 499500)
+				code |= 4;
+			_exit(code);
+		}
+		if (k->pid > 0)
+			waitpid(k->pid, &k->status, 0);
+	}
+	atomic_store(&k->release, 1);
+	k->parent_sync = ws_sync(w, &t);
+	return 0;
+}
+
+TEST(sync_of_stolen_task_in_fork_child_fails_with_echild)
+{
+	struct ws_pool *p = mkpool(2, false);
+	struct forker k = { .status = -1, .pid = -1 };
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, ws_pool_run(p, forking_task, &k));
+	ASSERT_EQ(1, atomic_load(&k.child_started)) TH_LOG("no worker stole the task in 5 s");
+	ASSERT_LT(0, k.pid);
+	EXPECT_TRUE(WIFEXITED(k.status)) TH_LOG("child status %#x (a signal: it hung)", k.status);
+	EXPECT_EQ(0, WEXITSTATUS(k.status)) TH_LOG("1: sync not -ECHILD, 2: fib, 4: parallel_for");
+	EXPECT_EQ(5, k.parent_sync);
+	ASSERT_EQ(0, ws_pool_destroy(p));
 }
 
 static int wait_inside(struct ws_worker *w, void *arg)

@@ -16,7 +16,8 @@
  * look for work at once; the others park at once. A fully idle pool sleeps
  * in the kernel and uses no CPU.
  *
- * Several pools may coexist; the library keeps no global mutable state.
+ * Several pools may coexist; the only global mutable state of the runtime is
+ * a count of forks (below).
  *
  * Thread-safety: every function here may be called from any thread, except
  * that ws_pool_destroy must not race with anything else on the same pool and
@@ -25,6 +26,28 @@
  * Errors: functions return 0 or a negative errno value; they never print or
  * exit. A job's result is whatever its function returned (by convention 0 or
  * a negative errno value); -ECANCELED if its group was cancelled first.
+ *
+ * Fork: a pool does not survive fork(). The child has none of its worker
+ * threads, and the jobs and tasks in it belong to the parent's threads (the
+ * parent still runs them; running them again in the child would do their
+ * work twice). In the child every call on an inherited pool fails at once
+ * with -ECHILD, without taking any lock: ws_pool_submit, ws_pool_run,
+ * ws_job_wait on a job that was not done at the fork, ws_pool_get_stats and
+ * ws_pool_destroy, which still frees the child's copy of the pool (it joins
+ * nothing: the threads are not there); ws_pool_nr_workers returns 0 and
+ * ws_pool_sum_stats all zero. ws_job_done and ws_job_wait on a job done
+ * before the fork still report it. The child may create pools of its own.
+ * A task that calls fork() leaves a child whose only thread is in the
+ * middle of that task: there, spawn and sync still run tasks inline, and
+ * the ws_sync of a task another worker had taken returns -ECHILD; the child
+ * must _exit() or exec before that task returns. (POSIX allows only
+ * async-signal-safe calls in the child of a multithreaded process; the
+ * calls above take no lock but malloc's, which glibc resets in a child.)
+ * This is oneTBB's rule
+ * (a scheduler does not cross fork) with an error instead of a hang;
+ * libgomp re-creates its one implicit pool in a child, but wsched pools are
+ * explicit objects, and a child that wants one creates it. Children made
+ * without fork()'s atfork handlers (a raw clone() syscall) are not detected.
  */
 #ifndef WSCHED_POOL_H
 #define WSCHED_POOL_H
@@ -95,7 +118,8 @@ struct ws_job {
 
 void ws_pool_attr_init(struct ws_pool_attr *attr);
 
-/* Create a pool (attr may be NULL). 0, -EINVAL, -ENOMEM, -EAGAIN or -ENODEV. */
+/* Create a pool (attr may be NULL). 0, -EINVAL, -ENOMEM (also when the fork
+ * handler cannot be registered), -EAGAIN or -ENODEV. */
 int ws_pool_create(struct ws_pool **pool, const struct ws_pool_attr *attr);
 
 /*
@@ -103,10 +127,13 @@ int ws_pool_create(struct ws_pool **pool, const struct ws_pool_attr *attr);
  * (so that no ws_job_wait() hangs); running tasks are waited for, never
  * interrupted; new submissions fail with -ESHUTDOWN from the moment destroy
  * starts. Every worker thread is joined and every allocation freed before it
- * returns. -EDEADLK if called from one of the pool's own workers.
+ * returns. -EDEADLK if called from one of the pool's own workers. In a fork
+ * child: frees the pool without joining or running anything, and returns
+ * -ECHILD (the pool is gone either way).
  */
 int ws_pool_destroy(struct ws_pool *pool);
 
+/* The number of workers; 0 in a fork child (none of them exists there). */
 unsigned ws_pool_nr_workers(const struct ws_pool *pool);
 
 /* The yield path the pool uses (never WS_YIELD_AUTO; ws_yield_path_name
@@ -116,7 +143,8 @@ enum ws_yield_path ws_pool_yield_path(const struct ws_pool *pool);
 /*
  * Queue @fn(@arg) at the tail of the pool's FIFO public queue; @group may be
  * NULL. Wakes a parked worker if nobody is looking for work. 0, or
- * -ESHUTDOWN if the pool is being destroyed, -EINVAL.
+ * -ESHUTDOWN if the pool is being destroyed, -ECHILD in a fork child,
+ * -EINVAL.
  */
 int ws_pool_submit(struct ws_pool *pool, struct ws_job *job, struct ws_group *group,
 		   ws_task_fn fn, void *arg);
@@ -125,7 +153,8 @@ int ws_pool_submit(struct ws_pool *pool, struct ws_job *job, struct ws_group *gr
  * Wait until @job (successfully submitted) has run and return its result.
  * Outside the pool this blocks (a short spin, then a futex wait); on one of
  * the pool's workers it runs other work meanwhile instead of blocking. Also
- * valid after ws_pool_destroy() returned (the job is then done).
+ * valid after ws_pool_destroy() returned (the job is then done). -ECHILD in
+ * a fork child if the job was not done at the fork (nobody there runs it).
  */
 int ws_job_wait(struct ws_job *job);
 
@@ -135,10 +164,10 @@ bool ws_job_done(const struct ws_job *job);
 /* Submit and wait: fn(arg) on the pool, from outside. Its result, or -errno. */
 int ws_pool_run(struct ws_pool *pool, ws_task_fn fn, void *arg);
 
-/* Counters of worker @idx (0..P-1). 0 or -EINVAL. */
+/* Counters of worker @idx (0..P-1). 0, -EINVAL, or -ECHILD in a fork child. */
 int ws_pool_get_stats(const struct ws_pool *pool, unsigned idx, struct ws_worker_stats *st);
 
-/* Sum of all workers' counters. */
+/* Sum of all workers' counters (all zero in a fork child). */
 void ws_pool_sum_stats(const struct ws_pool *pool, struct ws_worker_stats *st);
 
 /* Index of the worker (0..P-1) and its pool. */

@@ -25,6 +25,8 @@
  * - Syncs are strictly nested: sync the most recently spawned unsynced task
  *   first, and sync every spawned task before the spawning task returns.
  * - A task function returns 0 or a negative errno value; ws_sync returns it.
+ *   In a child forked by a task, ws_sync of a task another worker had taken
+ *   returns -ECHILD (wsched/pool.h, "Fork").
  *
  * Cost: spawn and sync are inline. The owner's spawn writes the frame and a
  * slot of its own array, and reads two words; the owner's sync of a task
