@@ -51,20 +51,48 @@
  * the fix of crossbeam's CVE-2021-32810 (a steal that raced a resize returned
  * a stale item), kept as defence in depth.
  *
- * Reclamation: replaced buffers go on an owner-private retired list. A thief
- * announces itself by incrementing readers (seq_cst) before it loads the
- * buffer pointer (seq_cst) and leaves with a release decrement after its last
- * access to the buffer. The owner publishes a new buffer with a seq_cst store
- * and then loads readers (seq_cst). If that load reads 0, every thief either
- * left before (its decrement, a release, is read by our acquire-or-stronger
- * load through the RMW chain, so its accesses happen before our free) or
- * incremented after our load in the single total order S of seq_cst
- * operations, so its seq_cst load of the pointer comes after our store in S
- * and returns the new buffer: nobody can reach a retired buffer any more, and
- * the whole list is freed. Otherwise the list waits for a later try (every
- * resize, and every pop that finds the deque empty), and destroy frees it.
- * Thieves that find the deque empty never touch readers, so idle polling
- * costs no atomic write.
+ * Reclamation: two reader counts, so that thieves arriving all the time
+ * cannot keep a replaced buffer alive. A thief that found the deque
+ * non-empty picks readers[e & 1] by the epoch e it reads (relaxed: either
+ * counter is safe, the epoch only steers new thieves away from the counter
+ * the owner waits on), increments it (seq_cst) before it loads the buffer
+ * pointer (seq_cst), and leaves with a release decrement after its last
+ * access to the buffer.
+ *
+ * Rule: the owner frees a replaced buffer only after it has read each of the
+ * two counters as 0 (seq_cst loads), both reads after the seq_cst store that
+ * replaced the buffer. Why that suffices: a thief that can read buffer Y
+ * loaded the pointer before Y was replaced, so in the single total order S of
+ * seq_cst operations its increment < its pointer load < the replacing store
+ * < both of the owner's loads. A seq_cst load that follows an RMW in S reads
+ * that RMW or a later one of the same counter; reading 0 then means the
+ * thief's decrement is also before it, and the decrement (release) is read by
+ * the load through the counter's chain of RMWs, so the thief's accesses
+ * happen before the free. A thief whose increment follows such a load in S
+ * loads the pointer after the replacing store and gets a newer buffer.
+ *
+ * How: the owner keeps retired (replaced since the epoch was last stored)
+ * and retired_old. Reclaim, at epoch E, loads readers[(E - 1) & 1], the
+ * counter new thieves no longer pick. If it reads 0, retired_old is freed:
+ * its buffers were in retired when the owner read readers[E & 1] as 0 just
+ * before storing E. Then retired becomes retired_old, the owner stores E + 1
+ * (relaxed: it only steers, safety rests on the counters) and loops: the counter it reads next, readers[E & 1], now only
+ * drains (new thieves pick the other one, apart from a few that read the
+ * epoch just before the store). A thief is inside a steal for a few dozen
+ * instructions, so under constant stealing the lists empty within a few
+ * reclaims. Reclaim runs after every resize and every pop that finds the
+ * deque empty; destroy frees whatever is left. Thieves that find the deque
+ * empty never touch the counters, so idle polling writes nothing.
+ *
+ * Bound: a thief preempted inside a steal holds its epoch's counter up for
+ * as long as it is off the CPU, and nothing can be freed that it might read.
+ * So the owner does not shrink while WS_DQ_MAX_PENDING or more replaced
+ * buffers wait (shrinking is optional; the deque keeps its bigger buffer).
+ * Growth cannot be refused, but without shrinks the capacity only rises, so
+ * it adds at most one buffer per doubling up to the largest capacity reached,
+ * each half the size of the next: together less than the live buffer. At any
+ * time at most WS_DQ_MAX_PENDING + log2(largest capacity / initial capacity)
+ * replaced buffers wait.
  *
  * Batch steal is a loop of ordinary steals bounded by half of the size seen
  * at the start: a one-CAS batch (top += n) would race with pop, which takes
@@ -98,6 +126,10 @@
 
 #define WS_DQ_MIN_CAP	16
 #define WS_DQ_MAX_CAP	((int64_t)1 << 40)
+/* Replaced buffers that may wait before the owner stops shrinking. */
+#ifndef WS_DQ_MAX_PENDING
+#define WS_DQ_MAX_PENDING	4
+#endif
 
 struct ws_deque_buf {
 	int64_t cap;			/* power of two */
@@ -106,14 +138,16 @@ struct ws_deque_buf {
 };
 
 struct ws_deque {
-	/* Thieves' line: CAS on top, readers announce. */
+	/* Thieves' line: CAS on top, readers announce (by epoch parity). */
 	WS_CACHE_ALIGNED WS_ATOMIC(int64_t) top;
-	WS_ATOMIC(uint64_t) readers;
+	WS_ATOMIC(uint64_t) readers[2];
 	/* Owner's line, read by thieves. */
 	WS_CACHE_ALIGNED WS_ATOMIC(int64_t) bottom;
 	WS_ATOMIC(struct ws_deque_buf *) buf;
+	WS_ATOMIC(uint64_t) epoch;
 	/* Owner only (counters are atomics so that stats may read them). */
-	WS_CACHE_ALIGNED struct ws_deque_buf *retired;
+	WS_CACHE_ALIGNED struct ws_deque_buf *retired;	/* this epoch */
+	struct ws_deque_buf *retired_old;		/* the previous one */
 	int64_t min_cap;
 	WS_ATOMIC(uint64_t) nr_grows;
 	WS_ATOMIC(uint64_t) nr_shrinks;
@@ -145,10 +179,13 @@ static int ws__dq_init(struct ws_deque *dq, int64_t min_cap)
 	if (!a)
 		return -1;
 	ws_init(&dq->top, 0);
-	ws_init(&dq->readers, 0);
+	ws_init(&dq->readers[0], 0);
+	ws_init(&dq->readers[1], 0);
 	ws_init(&dq->bottom, 0);
 	ws_init(&dq->buf, a);
+	ws_init(&dq->epoch, 0);
 	dq->retired = NULL;
+	dq->retired_old = NULL;
 	dq->min_cap = min_cap;
 	ws_init(&dq->nr_grows, 0);
 	ws_init(&dq->nr_shrinks, 0);
@@ -158,27 +195,53 @@ static int ws__dq_init(struct ws_deque *dq, int64_t min_cap)
 	return 0;
 }
 
-/* Owner: free the retired buffers if no thief can be reading them. */
+/* Owner: replaced buffers waiting to be freed. */
+static inline uint64_t ws__dq_pending(struct ws_deque *dq)
+{
+	/* The owner is the only writer of both: relaxed loads are exact. */
+	return ws_ld(&dq->nr_retired, WS_MO_RLX) - ws_ld(&dq->nr_freed, WS_MO_RLX);
+}
+
+/* Owner: free what no thief can reach any more, moving to the next epoch
+ * while that frees something (see the essay). */
 static void ws__dq_reclaim(struct ws_deque *dq)
 {
 	struct ws_deque_buf *a, *next;
 
-	if (!dq->retired)
-		return;
-	/* seq_cst: pairs with the thieves' seq_cst readers increment and buffer
-	 * load (see the essay); also acquires their release decrements. The
-	 * test hook lets the Relacy test check that it catches the bug of
-	 * freeing without looking. */
+	while (dq->retired || dq->retired_old) {
+		uint64_t e = ws_ld(&dq->epoch, WS_MO_RLX);	/* owner wrote it */
+
+		/* seq_cst: after the stores that replaced the buffers of both
+		 * lists, so it sees the increment of any thief that may read
+		 * them; acquires their release decrements (see the essay). The
+		 * test hook lets the Relacy test check that it catches the bug
+		 * of freeing without looking. */
 #ifndef WS_DQ_TEST_UNSAFE_RECLAIM
-	if (ws_ld(&dq->readers, WS_MO_SC) != 0)
-		return;
+		if (ws_ld(&dq->readers[(e - 1) & 1], WS_MO_SC) != 0)
+			return;
 #endif
-	for (a = dq->retired; a; a = next) {
-		next = a->next;
-		ws__buf_free(a);
-		ws__dq_count(&dq->nr_freed);
+#ifdef WS_DQ_TEST_ONE_COUNTER
+		/* Test hook: the bug of freeing what only one counter cleared
+		 * (the Relacy test checks that it catches it). */
+		while (dq->retired) {
+			a = dq->retired;
+			dq->retired = a->next;
+			a->next = dq->retired_old;
+			dq->retired_old = a;
+		}
+#endif
+		for (a = dq->retired_old; a; a = next) {
+			next = a->next;
+			ws__buf_free(a);
+			ws__dq_count(&dq->nr_freed);
+		}
+		dq->retired_old = dq->retired;
+		dq->retired = NULL;
+		/* relaxed: steers new thieves to readers[(e + 1) & 1], so that
+		 * readers[e & 1] drains; safety rests on the counters. */
+		if (dq->retired_old)
+			ws_st(&dq->epoch, e + 1, WS_MO_RLX);
 	}
-	dq->retired = NULL;
 }
 
 /* Owner: replace buffer @a by one of @cap slots holding [t, b). */
@@ -285,8 +348,13 @@ static int ws__dq_pop(struct ws_deque *dq, void **out)
 		if (!won)
 			return 0;
 	} else if (ws_unlikely(cap > min_cap && (b - t) <= cap / 8)) {
-		/* After a burst: halve. Failure to allocate just keeps the old one. */
-		if (ws__dq_resize(dq, a, t, b, cap / 2))
+		/* After a burst: halve, unless too many replaced buffers wait for
+		 * a slow thief (the bound in the essay). Failure to allocate just
+		 * keeps the old one. */
+		if (ws__dq_pending(dq) >= WS_DQ_MAX_PENDING)
+			ws__dq_reclaim(dq);
+		if (ws__dq_pending(dq) < WS_DQ_MAX_PENDING &&
+		    ws__dq_resize(dq, a, t, b, cap / 2))
 			ws__dq_count(&dq->nr_shrinks);
 	}
 	*out = x;
@@ -298,6 +366,7 @@ static int ws__dq_steal(struct ws_deque *dq, void **out)
 {
 	struct ws_deque_buf *a;
 	int64_t t, b;
+	uint64_t e;
 	void *x;
 	int won;
 
@@ -314,22 +383,25 @@ static int ws__dq_steal(struct ws_deque *dq, void **out)
 #endif
 	if (t >= b)
 		return 0;
+	/* relaxed: either counter is safe; the epoch only steers us away from
+	 * the one the owner waits on (see the essay). */
+	e = ws_ld(&dq->epoch, WS_MO_RLX);
 	/* seq_cst: announce before loading the buffer (reclamation handshake). */
-	ws_fadd(&dq->readers, 1, WS_MO_SC);
+	ws_fadd(&dq->readers[e & 1], 1, WS_MO_SC);
 	/* seq_cst: must come after the announce in S; also an acquire of the
 	 * copied slots (pairs with the seq_cst store in resize). */
 	a = ws_ld(&dq->buf, WS_MO_SC);
 	x = ws__dq_slot_ld(a, t);
 	/* acquire: re-check the buffer before claiming (CVE-2021-32810). */
 	if (ws_ld(&dq->buf, WS_MO_ACQ) != a) {
-		ws_fsub(&dq->readers, 1, WS_MO_REL);
+		ws_fsub(&dq->readers[e & 1], 1, WS_MO_REL);
 		return 2;
 	}
 	/* seq_cst: claims index t against pop and other thieves. */
 	won = ws_cas(&dq->top, &t, t + 1, WS_MO_SC, WS_MO_RLX);
 	/* release: our reads of the buffer happen before a reclaim that reads
 	 * this decrement (pairs with the seq_cst load in ws__dq_reclaim). */
-	ws_fsub(&dq->readers, 1, WS_MO_REL);
+	ws_fsub(&dq->readers[e & 1], 1, WS_MO_REL);
 	if (!won)
 		return 2;
 	*out = x;
@@ -353,7 +425,12 @@ static void ws__dq_fini(struct ws_deque *dq)
 		next = a->next;
 		ws__buf_free(a);
 	}
+	for (a = dq->retired_old; a; a = next) {
+		next = a->next;
+		ws__buf_free(a);
+	}
 	dq->retired = NULL;
+	dq->retired_old = NULL;
 	ws__buf_free(ws_ld(&dq->buf, WS_MO_RLX));
 }
 

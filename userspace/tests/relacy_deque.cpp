@@ -10,8 +10,9 @@
  * each with (a) owner push/pop racing two thieves and (b) growth, shrink and
  * buffer reclamation racing two thieves; and (c) a mutant whose pop fence is
  * weakened to acq_rel - a known bug - which the checker must catch, so this
- * test shows it can fail; and (d) a mutant that frees replaced buffers
- * without checking for thieves, whose use-after-free the checker must catch.
+ * test shows it can fail; (d) a mutant that frees replaced buffers without
+ * checking for thieves, and (e) one that frees them once only one of the two
+ * reader counters read 0, whose use-after-free the checker must catch.
  */
 #include <fstream>
 #include <string>
@@ -54,6 +55,17 @@ WS_RELACY_DEQUE_ALLOCATORS
 #include "deque_impl.h"
 WS_RELACY_DEQUE_ALLOCATORS_DEF
 }
+
+#undef WS_DQ_TEST_UNSAFE_RECLAIM
+
+#undef WSCHED_DEQUE_IMPL_H
+#define WS_DQ_TEST_ONE_COUNTER
+namespace mutant3 {
+WS_RELACY_DEQUE_ALLOCATORS
+#include "deque_impl.h"
+WS_RELACY_DEQUE_ALLOCATORS_DEF
+}
+#undef WS_DQ_TEST_ONE_COUNTER
 
 #define ITEM(i)		((void *)(uintptr_t)((i) + 1))
 #define INDEX(p)	((int)((uintptr_t)(p) - 1))
@@ -192,6 +204,7 @@ WS_TAG(fenced)
 WS_TAG(fencefree)
 WS_TAG(mutant)
 WS_TAG(mutant2)
+WS_TAG(mutant3)
 
 static int nr_test;
 static int nr_fail;
@@ -243,7 +256,7 @@ int main(void)
 
 	if (it < 1000)
 		it = 1000;
-	printf("TAP version 13\n1..8\n");
+	printf("TAP version 13\n1..9\n");
 	run<race_test<fenced::ws_deque, fenced_tag> >("relacy_fenced_pop_vs_steal", it, true);
 	run<resize_test<fenced::ws_deque, fenced_tag> >("relacy_fenced_grow_shrink_reclaim", it, true);
 	run<race_test<fencefree::ws_deque, fencefree_tag> >("relacy_fencefree_pop_vs_steal", it, true);
@@ -258,6 +271,8 @@ int main(void)
 		"relacy_fencefree_reclaim_all_1_preemption_schedules",
 		it, true, rl::sched_bound, scale >= 300 ? 2 : 1);
 	run<reclaim_test<mutant2::ws_deque, mutant2_tag> >("relacy_unsafe_reclaim_is_caught_fail",
+		it, false, rl::sched_bound, 2);
+	run<reclaim_test<mutant3::ws_deque, mutant3_tag> >("relacy_one_counter_reclaim_is_caught_fail",
 		it, false, rl::sched_bound, 2);
 	printf("# %d passed, %d failed\n", nr_test - nr_fail, nr_fail);
 	return nr_fail ? 1 : 0;

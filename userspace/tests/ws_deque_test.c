@@ -251,4 +251,78 @@ TEST(stress_owner_and_thieves_exactly_once)
 	free(s.taken);
 }
 
+/* ------------------------------------------------------------ reclamation */
+
+struct steady {
+	struct ws_deque *dq;
+	_Atomic uint64_t nr_taken;
+	_Atomic int done;
+};
+
+static void *steady_thief(void *arg)
+{
+	struct steady *s = arg;
+	void *x;
+
+	while (!atomic_load_explicit(&s->done, memory_order_acquire))
+		if (ws_deque_steal(s->dq, &x) == WS_STEAL_OK)
+			atomic_fetch_add_explicit(&s->nr_taken, 1, memory_order_relaxed);
+	return NULL;
+}
+
+/*
+ * Three thieves steal without pause while the owner pushes 200 items into a
+ * 16-slot deque and pops it empty, again and again: every cycle grows the
+ * buffer to 256 and shrinks it back. Replaced buffers waiting to be freed
+ * (retired - freed) must never exceed the documented bound (deque.h: 4 from
+ * shrinking, plus one per doubling, here 16 -> 256: 4), however often a
+ * thief is inside a steal; reclamation must keep up (most cycles shrink);
+ * and once the thieves are gone one empty pop frees them all.
+ */
+TEST(retired_buffers_stay_bounded_under_constant_stealing)
+{
+	enum { NR_THIEVES = 3, BOUND = 4 + 4 };
+	struct steady s = { 0 };
+	pthread_t th[NR_THIEVES];
+	struct ws_deque_stats st;
+	uint64_t cycles = (uint64_t)wt_test_scaled(20000), c, max_pending = 0, pushed = 0, popped = 0;
+	int i;
+	void *x;
+
+	s.dq = ws_deque_create(16);
+	ASSERT_NE(NULL, s.dq);
+	for (i = 0; i < NR_THIEVES; i++)
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, steady_thief, &s));
+	for (c = 0; c < cycles; c++) {
+		for (i = 0; i < 200; i++) {
+			ASSERT_EQ(0, ws_deque_push(s.dq, ITEM(pushed)));
+			pushed++;
+			ws_deque_get_stats(s.dq, &st);
+			if (st.nr_retired - st.nr_freed > max_pending)
+				max_pending = st.nr_retired - st.nr_freed;
+		}
+		while (ws_deque_pop(s.dq, &x)) {
+			popped++;
+			ws_deque_get_stats(s.dq, &st);
+			if (st.nr_retired - st.nr_freed > max_pending)
+				max_pending = st.nr_retired - st.nr_freed;
+		}
+	}
+	atomic_store_explicit(&s.done, 1, memory_order_release);
+	for (i = 0; i < NR_THIEVES; i++)
+		ASSERT_EQ(0, pthread_join(th[i], NULL));
+	ws_deque_get_stats(s.dq, &st);
+	TH_LOG("cycles %llu: grows %llu shrinks %llu retired %llu freed %llu, at most %llu waiting",
+	       (unsigned long long)cycles, (unsigned long long)st.nr_grows,
+	       (unsigned long long)st.nr_shrinks, (unsigned long long)st.nr_retired,
+	       (unsigned long long)st.nr_freed, (unsigned long long)max_pending);
+	EXPECT_LE(max_pending, BOUND);
+	EXPECT_EQ(pushed, popped + atomic_load(&s.nr_taken));
+	EXPECT_GE(st.nr_shrinks, cycles / 2);
+	EXPECT_FALSE(ws_deque_pop(s.dq, &x));		/* quiet now: frees the rest */
+	ws_deque_get_stats(s.dq, &st);
+	EXPECT_EQ(st.nr_retired, st.nr_freed);
+	ws_deque_destroy(s.dq);
+}
+
 TEST_HARNESS_MAIN

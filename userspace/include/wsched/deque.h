@@ -30,7 +30,13 @@
  * buffer doubles as needed and halves again when the owner finds it at most
  * 1/8 full after a burst, never below the initial capacity. Replaced buffers
  * are freed by the owner once no thief can still be reading them, and at the
- * latest by ws_deque_destroy; no thief ever touches freed memory.
+ * latest by ws_deque_destroy; no thief ever touches freed memory. Thieves
+ * that keep arriving do not delay that (the owner waits only for those that
+ * were inside a steal at an earlier moment). Bound: while 4 or more replaced
+ * buffers wait (a thief preempted inside a steal), the owner does not
+ * shrink, so at most 4 + log2(largest capacity / initial capacity) wait at
+ * any time, and those beyond the 4 are together smaller than the live
+ * buffer (stats: nr_retired - nr_freed).
  *
  * Progress: push and pop are wait-free except when the buffer is resized
  * (malloc); steal is lock-free (a failed CAS means another operation
@@ -52,16 +58,20 @@
  *                                              thief that last moved top
  *   steal   fence between top/bottom  seq_cst  pairs with pop's fence
  *   steal   load bottom               acquire  pairs with push's release fence
- *   steal   readers++ / load buffer   seq_cst  reclamation handshake with the
- *                                              owner's buffer store + readers
- *                                              load
+ *   steal   readers[e&1]++ / load     seq_cst  reclamation handshake with the
+ *           buffer                             owner's buffer store + loads
+ *                                              of both counters
+ *   steal   load epoch (picks e)      relaxed  either counter is safe
  *   steal   re-load buffer            acquire  retry if a resize happened
  *   steal   CAS top                   seq_cst  claims the item
  *   steal   readers--                 release  slot reads happen before a free
  *   resize  store buffer              seq_cst  publishes copied slots; the
  *                                              store side of the handshake
- *   reclaim load readers              seq_cst  frees only if no thief can
- *                                              still hold the old buffer
+ *   reclaim load readers[other]       seq_cst  frees a buffer only once both
+ *                                              counters read 0 after it was
+ *                                              replaced
+ *   reclaim store epoch               relaxed  steers new thieves to the
+ *                                              other counter
  *   slots   load/store                relaxed  atomic only to avoid a data
  *                                              race; ordered by the above
  *
