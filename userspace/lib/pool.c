@@ -3,34 +3,13 @@
  * The fork/join runtime: pools of workers, a split deque per worker, the
  * public job queue and the idle policy.
  *
- * Split deque (task_internal.h has the layout). The owner's spawn and sync
- * of private tasks use only plain loads/stores on owner-private fields and a
- * relaxed store of the slot; no read-modify-write, no fence. Thieves see only
- * [head, split), through the 64-bit word ts = split << 32 | head, and take
- * the oldest public task with one CAS on ts (head + 1), so steals are
- * lock-free. A thief that finds nothing public sets bit _WS_REQ_SPLIT of
- * the victim's req word; the owner answers at its next spawn by moving split up over the older half
- * of its private tasks with a CAS on ts (seq_cst: a release of the slots and
- * frames to thieves, and the store side of the sleeper handshake below).
- *
- * Owner sync of the task at index i = tail - 1:
- * - i >= split: private, run it inline (the fast path).
- * - i < split, head <= i: take it back with a CAS ts {head, split} ->
- *   {head, i}; thieves CASing at the same time either win index head < i
- *   (the owner retries) or lose. Then run inline.
- * - head > i: a thief has it. Then head == split == i + 1 (split <= tail
- *   always holds, and everything above i was popped already), so no thief can
- *   change ts any more. The owner keeps tail = i + 1 while it waits (tasks it
- *   runs meanwhile push above i, never over slot i), and once the thief has
- *   marked the frame done it resets ts to {i, i} with a plain store: any CAS
- *   of a thief expects a state with head < split, which never equals it.
- * ABA on ts is harmless: a thief reads the slot only after its CAS succeeded,
- * and while index h is claimed by a thief, slot h is not rewritten until the
- * owner's sync of that task has seen the thief finish it. The thief's CAS is
- * an acquire that reads from the latest exposing CAS (release) or from RMWs
- * in its release sequence (thieves' CASes and the owner's take-backs; the
- * reset store only happens when nothing is public), so the slot and the frame
- * written before the exposure are visible.
+ * Split deque: wsched/wdeque_impl.h has the layout, the contract and the
+ * correctness argument, and all its atomic operations (that text is what
+ * the Relacy test model-checks). Here: who calls them. A thief that finds
+ * nothing public asks the owner to share (_WS_REQ_SPLIT); the owner answers
+ * at its next spawn, sync or poll (_ws_spawn_slow -> _ws_wdq_expose). The
+ * owner's sync of a stolen task runs other work until the thief has marked
+ * the frame done (run_stolen -> _ws_wdq_finish), then pops it.
  *
  * Idle policy. The pool's idle word counts sleeping (high half) and
  * searching (low half) workers. A worker out of work becomes a searcher if
@@ -217,11 +196,6 @@ static inline uint32_t rnd(struct ws_worker *w, uint32_t n)
 	return (uint32_t)(((x >> 32) * (uint64_t)n) >> 32);
 }
 
-static inline uint64_t mk_ts(uint32_t head, uint32_t split)
-{
-	return (uint64_t)split << 32 | head;
-}
-
 static long futex(void *addr, int op, uint32_t val)
 {
 	return syscall(SYS_futex, addr, op, val, NULL, NULL, 0);
@@ -288,12 +262,8 @@ static void hint_wake(struct ws_pool *p)
 {
 	unsigned i;
 
-	for (i = 0; i < p->nr; i++) {
-		uint32_t *req = &p->w[i]->d.req;
-
-		if (!(__atomic_load_n(req, __ATOMIC_RELAXED) & _WS_REQ_WAKE))
-			__atomic_fetch_or(req, _WS_REQ_WAKE, __ATOMIC_RELAXED);
-	}
+	for (i = 0; i < p->nr; i++)
+		_ws_wdq_ask(&p->w[i]->d, _WS_REQ_WAKE);
 }
 
 /* Is there work a sleeper must not sleep through? seq_cst loads (essay). */
@@ -305,6 +275,7 @@ static bool work_visible(struct ws_pool *p)
 	    atomic_load_explicit(&p->stop, memory_order_seq_cst))
 		return true;
 	for (i = 0; i < p->nr; i++) {
+		/* seq_cst: the sleeper's re-check (essay). */
 		uint64_t ts = __atomic_load_n(&p->w[i]->d.ts, __ATOMIC_SEQ_CST);
 
 		if ((uint32_t)ts < (uint32_t)(ts >> 32))
@@ -381,8 +352,7 @@ static void leave_searching(struct ws_worker *w, bool found)
 	uint64_t old = idle_add(p, 0, -1);
 
 	if (found && IDLE_SEARCHING(old) == 1 && IDLE_SLEEPING(old)) {
-		if (!(__atomic_load_n(&w->d.req, __ATOMIC_RELAXED) & _WS_REQ_SPLIT))
-			__atomic_fetch_or(&w->d.req, _WS_REQ_SPLIT, __ATOMIC_RELAXED);
+		_ws_wdq_ask(&w->d, _WS_REQ_SPLIT);
 		wake_one(p);
 	}
 }
@@ -391,32 +361,11 @@ static void leave_searching(struct ws_worker *w, bool found)
 
 static struct ws_task *steal_from(struct ws_worker *w, struct ws_worker *v)
 {
-	struct _ws_wdeque *d = &v->d;
-	/* acquire: see the comment at the CAS. */
-	uint64_t ts = __atomic_load_n(&d->ts, __ATOMIC_ACQUIRE);
+	struct ws_task *t = _ws_wdq_steal(&v->d);
 
-	for (;;) {
-		uint32_t h = (uint32_t)ts, s = (uint32_t)(ts >> 32);
-		struct ws_task *t;
-
-		if (h >= s) {
-			/* Ask the owner to share; read first so that idle
-			 * thieves do not keep writing the owner's line. */
-			if (!(__atomic_load_n(&d->req, __ATOMIC_RELAXED) & _WS_REQ_SPLIT))
-				__atomic_fetch_or(&d->req, _WS_REQ_SPLIT, __ATOMIC_RELAXED);
-			return NULL;
-		}
-		/* acquire: reads from the owner's exposing CAS (release) or an
-		 * RMW in its release sequence; slot h and its frame are then
-		 * visible. On failure ts is reloaded (acquire) and we retry:
-		 * some other steal or the owner made progress (lock-free). */
-		if (__atomic_compare_exchange_n(&d->ts, &ts, mk_ts(h + 1, s), false,
-						__ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
-			t = __atomic_load_n(&d->slot[h], __ATOMIC_RELAXED);
-			__atomic_store_n(&t->_thief, w->idx, __ATOMIC_RELAXED);
-			return t;
-		}
-	}
+	if (t)	/* relaxed: a hint for the owner's leapfrogging */
+		__atomic_store_n(&t->_thief, w->idx, __ATOMIC_RELAXED);
+	return t;
 }
 
 static inline int cache_of_cpu(const struct ws_pool *p, int cpu)
@@ -475,18 +424,15 @@ found:
 	return t;
 }
 
-#define TASK_DONE	1
-#define TASK_SLEEPER	2	/* the owner sleeps on _done (futex) */
-
 static void run_stolen(struct ws_worker *w, struct ws_task *t)
 {
 	int r = _ws_run(w, t);
 
+	/* relaxed: published by _ws_wdq_finish (release). */
 	__atomic_store_n(&t->_result, r, __ATOMIC_RELAXED);
-	/* release: the result and the task's effects happen before the owner's
-	 * acquire of _done. The frame may be gone right after this exchange;
+	/* The frame may be gone right after the exchange in _ws_wdq_finish;
 	 * waking its address then is harmless (waiters re-check). */
-	if (__atomic_exchange_n(&t->_done, TASK_DONE, __ATOMIC_RELEASE) == TASK_SLEEPER)
+	if (_ws_wdq_finish(t) == _WS_TASK_SLEEPER)
 		futex_wake(&t->_done, 1);
 }
 
@@ -557,7 +503,7 @@ static struct ws_worker *stalled_victim(struct ws_worker *w)
 		struct ws_worker *v = p->w[(start + k) % n];
 
 		if (v != w && !atomic_load_explicit(&v->idle, memory_order_relaxed) &&
-		    (__atomic_load_n(&v->d.req, __ATOMIC_RELAXED) & _WS_REQ_SPLIT))
+		    (_ws_wdq_req(&v->d) & _WS_REQ_SPLIT))
 			return v;
 	}
 	return NULL;
@@ -675,32 +621,19 @@ static void *worker_main(void *arg)
 /* Share the older half of the private tasks with thieves. */
 static void expose(struct ws_worker *w)
 {
-	struct _ws_wdeque *d = &w->d;
-	uint32_t top = d->tail < d->cap ? d->tail : d->cap;	/* in the array */
-	uint32_t s = d->split, n = top - s, ns, i;
-	uint64_t ts;
+	uint32_t n = _ws_wdq_expose(&w->d);
 
-	if (!n)
-		return;
-	ns = s + (n + 1) / 2;
-	for (i = s; i < ns; i++)
-		__atomic_store_n(&d->slot[i]->_done, 0, __ATOMIC_RELAXED);
-	ts = __atomic_load_n(&d->ts, __ATOMIC_RELAXED);
-	/* seq_cst: releases slots [s, ns) and their frames to thieves (their
-	 * CAS acquires), and is the producer's RMW of the sleeper handshake. */
-	while (!__atomic_compare_exchange_n(&d->ts, &ts, mk_ts((uint32_t)ts, ns), false,
-					    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-		;
-	d->split = ns;
-	ws_hint_set_stealable(ns - (uint32_t)ts);	/* exposed now: split - head */
-	count(&w->nr_exposes);
+	if (n) {
+		ws_hint_set_stealable(n);	/* exposed now: split - head */
+		count(&w->nr_exposes);
+	}
 }
 
 void _ws_spawn_slow(struct ws_worker *w)
 {
 	/* Take both requests at once; a request set after this is seen at a
 	 * later spawn. */
-	uint32_t r = __atomic_exchange_n(&w->d.req, 0, __ATOMIC_RELAXED);
+	uint32_t r = _ws_wdq_take_req(&w->d);
 
 	/* In a fork child nobody could steal or be woken (and the sleep
 	 * lock may be held by a thread that is gone): keep everything private. */
@@ -753,8 +686,7 @@ static bool wait_stolen(struct ws_worker *w, struct ws_task *t)
 	struct ws_pool *p = w->pool;
 	uint64_t start = 0, el;
 
-	/* acquire: pairs with the thief's release in run_stolen. */
-	while (__atomic_load_n(&t->_done, __ATOMIC_ACQUIRE) != TASK_DONE) {
+	while (!_ws_wdq_done(t)) {
 		struct ws_task *x;
 		int z = 0;
 
@@ -776,11 +708,12 @@ static bool wait_stolen(struct ws_worker *w, struct ws_task *t)
 			unsigned th = __atomic_load_n(&t->_thief, __ATOMIC_RELAXED);
 
 			yield_towards(w, th < p->nr && th != w->idx ? p->w[th] : NULL);
-		} else if (__atomic_compare_exchange_n(&t->_done, &z, TASK_SLEEPER, false,
+		} else if (/* acquire: as _ws_wdq_done, when it reads DONE */
+			   __atomic_compare_exchange_n(&t->_done, &z, _WS_TASK_SLEEPER, false,
 						       __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE) ||
-			   z == TASK_SLEEPER) {
+			   z == _WS_TASK_SLEEPER) {
 			count(&w->nr_parks);
-			futex((void *)&t->_done, FUTEX_WAIT_PRIVATE, TASK_SLEEPER);
+			futex((void *)&t->_done, FUTEX_WAIT_PRIVATE, _WS_TASK_SLEEPER);
 		}
 	}
 	return true;
@@ -788,29 +721,14 @@ static bool wait_stolen(struct ws_worker *w, struct ws_task *t)
 
 int _ws_sync_slow(struct ws_worker *w, struct ws_task *t)
 {
-	struct _ws_wdeque *d = &w->d;
-	uint32_t i = d->tail - 1;
-	uint64_t ts = __atomic_load_n(&d->ts, __ATOMIC_RELAXED);
 	bool done;
 
-	while ((uint32_t)ts <= i) {
-		/* relaxed: the owner only needs atomicity against thieves' CAS;
-		 * the frame is its own. */
-		if (__atomic_compare_exchange_n(&d->ts, &ts, mk_ts((uint32_t)ts, i), false,
-						__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-			d->split = i;
-			d->tail = i;
-			return _ws_run(w, t);
-		}
-	}
-	/* Stolen: head == split == i + 1; keep slot i until the thief is done
-	 * (or, in a fork child, until it is clear the thief is not here). */
+	if (_ws_wdq_take_back(&w->d))
+		return _ws_run(w, t);
+	/* Stolen: keep its slot until the thief is done (or, in a fork child,
+	 * until it is clear the thief is not here). */
 	done = wait_stolen(w, t);
-	/* release: not needed for thieves (nothing is public), kept for clarity
-	 * of the later exposures' release sequences. */
-	__atomic_store_n(&d->ts, mk_ts(i, i), __ATOMIC_RELEASE);
-	d->split = i;
-	d->tail = i;
+	_ws_wdq_stolen_done(&w->d);
 	return done ? __atomic_load_n(&t->_result, __ATOMIC_RELAXED) : -ECHILD;
 }
 
