@@ -11,6 +11,7 @@
 #   build/tests/valgrind/ws_*_test-valgrind          wrappers: the normal
 #                                                    tests under memcheck
 #   build/tests/native/ws_relacy_deque               Relacy model test
+#   build/tests/native/ws_relacy_wdeque              ... of the split deque
 #   build/bin/wsbench-llvm                           wsbench built with clang
 #                                                    (OpenMP = LLVM libomp)
 #   build/lib/libwsched-preload.so, build/bin/wsched-run  cooperation for
@@ -89,20 +90,32 @@ $(WS_RELACY): $(WS_DIR)/tests/relacy_deque.cpp $(WS_DIR)/tests/relacy_shim.hpp $
 	$(Q)$(CXX) -std=gnu++14 -fno-sized-deallocation -O1 -g -w -I$(WS_DIR)/lib -I$(WS_DIR)/include -I$(WS_DIR)/tests \
 	  -o $@ $< $(LDFLAGS)
 
+# Relacy model test of the runtime's split deque: wsched/wdeque_impl.h, the
+# header the library's spawn/sync and thieves compile, through the same shim.
+WS_RELACY_WDQ := $(BUILD)/tests/native/ws_relacy_wdeque
+$(WS_RELACY_WDQ): $(WS_DIR)/tests/relacy_wdeque.cpp $(WS_DIR)/tests/relacy_shim.hpp \
+		  $(WS_DIR)/include/wsched/wdeque_impl.h | ksft-check
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) -std=gnu++14 -fno-sized-deallocation -O1 -g -w -I$(WS_DIR)/lib -I$(WS_DIR)/include -I$(WS_DIR)/tests \
+	  -o $@ $< $(LDFLAGS)
+
 ALL += $(WS_NORM_LIB) $(WS_SO) $(WS_NORM_TESTS) $(WS_TSAN_TESTS) $(WS_ASAN_TESTS) \
-       $(WS_VG_TESTS) $(WS_RELACY)
-NATIVE_TESTS += $(WS_NORM_TESTS) $(WS_RELACY) $(WS_TSAN_TESTS) $(WS_ASAN_TESTS) $(WS_VG_TESTS)
+       $(WS_VG_TESTS) $(WS_RELACY) $(WS_RELACY_WDQ)
+NATIVE_TESTS += $(WS_NORM_TESTS) $(WS_RELACY) $(WS_RELACY_WDQ) $(WS_TSAN_TESTS) $(WS_ASAN_TESTS) \
+		$(WS_VG_TESTS)
 
 .PHONY: ws-stress
 stress-native: ws-stress
-ws-stress: $(WS_NORM_TESTS) $(WS_TSAN_TESTS) $(WS_RELACY)
+ws-stress: $(WS_NORM_TESTS) $(WS_TSAN_TESTS) $(WS_RELACY) $(WS_RELACY_WDQ)
 	$(Q)WSCHED_TEST_SCALE=1000 $(TOP)/tests/run-tests --suite ws-stress-deque \
 	  $(BUILD)/tests/native/ws_deque_test
 	$(Q)WSCHED_TEST_SCALE=300 $(TOP)/tests/run-tests --suite ws-stress-runtime \
 	  $(BUILD)/tests/native/ws_runtime_test
 	$(Q)WSCHED_TEST_SCALE=50 $(TOP)/tests/run-tests --suite ws-stress-tsan \
 	  $(BUILD)/tsan/tests/ws_deque_test-tsan $(BUILD)/tsan/tests/ws_runtime_test-tsan
-	$(Q)WSCHED_TEST_SCALE=1000 $(TOP)/tests/run-tests --suite ws-stress-relacy $(WS_RELACY)
+	$(Q)WSCHED_TEST_SCALE=1000 $(TOP)/tests/run-tests --suite ws-stress-relacy $(WS_RELACY) \
+	  $(WS_RELACY_WDQ)
 
 # ---------------------------------------------------------------- wsbench
 WS_BENCH_DIR := $(WS_DIR)/bench

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-only OR BSD-2-Clause
 /*
- * The thin C++ shim that lets Relacy (relacy-dev) model-check the deque: it
+ * The thin C++ shim that lets Relacy (relacy-dev) model-check the deques: it
  * maps the atomics names deque_impl.h is written against (see
- * userspace/lib/atomic_internal.h for the C11 mapping) onto rl::atomic, whose
+ * userspace/lib/atomic_internal.h for the C11 mapping), and those of
+ * wsched/wdeque_impl.h (GCC builtins by default), onto rl::atomic, whose
  * every operation Relacy intercepts, and buffer allocation onto Relacy's
  * tracked new/delete so that a thief touching a freed buffer is reported.
  */
@@ -30,6 +31,23 @@
 #define ws_init(p, v)		((p)->store((v), rl::mo_relaxed, $))
 #define ws_likely(x)		(x)
 #define ws_unlikely(x)		(x)
+
+/* The same for the runtime's split deque (wsched/wdeque_impl.h), whose
+ * macros carry their own prefix because the header is also included by the
+ * library's public headers. */
+#define _WS_WDQ_SHIM
+#define _WS_WDQ_ATOMIC(T)		rl::atomic<T>
+#define _WS_WDQ_RLX			rl::mo_relaxed, $
+#define _WS_WDQ_ACQ			rl::mo_acquire, $
+#define _WS_WDQ_REL			rl::mo_release, $
+#define _WS_WDQ_SC			rl::mo_seq_cst, $
+#define _ws_wdq_ld(p, mo)		((p)->load(mo))
+#define _ws_wdq_st(p, v, mo)		((p)->store((v), mo))
+#define _ws_wdq_xchg(p, v, mo)		((p)->exchange((v), mo))
+#define _ws_wdq_or(p, v, mo)		((p)->fetch_or((v), mo))
+#define _ws_wdq_cas(p, e, v, mos, mof)	((p)->compare_exchange_strong(*(e), (v), mos, mof))
+#define _ws_wdq_likely(x)		(x)
+#define _ws_wdq_unlikely(x)		(x)
 
 /* Instantiate the deque algorithm inside namespace NS (so that variants with
  * different settings can live in one program). */

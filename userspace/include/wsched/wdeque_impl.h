@@ -66,9 +66,8 @@
  *                                            thieves' CAS; seq_cst: the
  *                                            producer side of the pool's
  *                                            sleeper handshake (pool.c)
- *   steal      load ts              acquire  a first guess; the CAS decides
- *   steal      CAS ts               acquire  reads from the exposing CAS (or
- *                                            an RMW in its release sequence):
+ *   steal      load ts, CAS ts      acquire  read from the exposing CAS (or
+ *              (success, failure)            an RMW in its release sequence):
  *                                            slot h and its frame visible
  *   steal      load slot            relaxed  after the CAS, ordered by it
  *   take_back  CAS ts               relaxed  the frame is the owner's own;
@@ -116,8 +115,9 @@
 #endif
 
 /* Test hooks: the Relacy test instantiates the deque again with one of these
- * weakened to relaxed and checks that the model checker catches each. Never
- * change them in the library. */
+ * orders weakened to relaxed (or, with _WS_WDQ_TEST_SLOT_BEFORE_CAS, a thief
+ * that reads the slot before its CAS) and checks that the model checker
+ * catches each. Never set them in the library. */
 #ifndef _WS_WDQ_MO_EXPOSE
 #define _WS_WDQ_MO_EXPOSE	_WS_WDQ_SC
 #endif
@@ -131,10 +131,8 @@
 #define _WS_WDQ_MO_DONE		_WS_WDQ_ACQ
 #endif
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
+/* No extern "C": nothing here has external linkage, and the Relacy test
+ * instantiates the header in several C++ namespaces. */
 struct ws_task;
 
 struct _ws_wdeque {
@@ -236,8 +234,9 @@ static inline uint32_t _ws_wdq_expose(struct _ws_wdeque *d)
  * owner made progress. */
 static inline struct ws_task *_ws_wdq_steal(struct _ws_wdeque *d)
 {
-	/* acquire: a first guess; the CAS below is what synchronises. */
-	uint64_t ts = _ws_wdq_ld(&d->ts, _WS_WDQ_ACQ);
+	/* acquire: as the CAS below; the value the CAS then succeeds with
+	 * is normally the one this load read. */
+	uint64_t ts = _ws_wdq_ld(&d->ts, _WS_WDQ_MO_STEAL);
 
 	for (;;) {
 		uint32_t h = (uint32_t)ts, s = (uint32_t)(ts >> 32);
@@ -248,10 +247,20 @@ static inline struct ws_task *_ws_wdq_steal(struct _ws_wdeque *d)
 		}
 		/* acquire: reads from the owner's exposing CAS (release) or an
 		 * RMW in its release sequence; slot h and its frame are then
-		 * visible. On failure ts is reloaded and we retry. */
+		 * visible. On failure ts is reloaded (acquire) and we retry. */
+#ifndef _WS_WDQ_TEST_SLOT_BEFORE_CAS
 		if (_ws_wdq_cas(&d->ts, &ts, _ws_wdq_mk_ts(h + 1, s), _WS_WDQ_MO_STEAL,
-				_WS_WDQ_ACQ))
+				_WS_WDQ_MO_STEAL))
 			return _ws_wdq_ld(&d->slot[h], _WS_WDQ_RLX);
+#else
+		{	/* Test hook: the ABA bug of reading the slot first. */
+			struct ws_task *t = _ws_wdq_ld(&d->slot[h], _WS_WDQ_RLX);
+
+			if (_ws_wdq_cas(&d->ts, &ts, _ws_wdq_mk_ts(h + 1, s), _WS_WDQ_MO_STEAL,
+					_WS_WDQ_MO_STEAL))
+				return t;
+		}
+#endif
 	}
 }
 
@@ -305,9 +314,5 @@ static inline int _ws_wdq_done(struct ws_task *t)
 	/* acquire: pairs with the release in _ws_wdq_finish. */
 	return _ws_wdq_ld(&t->_done, _WS_WDQ_MO_DONE) == _WS_TASK_DONE;
 }
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* WSCHED_WDEQUE_IMPL_H */
