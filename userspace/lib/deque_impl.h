@@ -204,7 +204,7 @@ static inline uint64_t ws__dq_pending(struct ws_deque *dq)
 
 /* Owner: free what no thief can reach any more, moving to the next epoch
  * while that frees something (see the essay). */
-static void ws__dq_reclaim(struct ws_deque *dq)
+static WS_DQ_COLD void ws__dq_reclaim(struct ws_deque *dq)
 {
 	struct ws_deque_buf *a, *next;
 
@@ -312,6 +312,22 @@ static int ws__dq_push(struct ws_deque *dq, void *x)
 	return 0;
 }
 
+/* Owner: after a burst, halve the buffer, unless too many replaced buffers
+ * wait for a slow thief (the bound in the essay); the new buffer, or NULL.
+ * Failure to allocate just keeps the old one. Out of line, like
+ * ws__dq_push_grow: pop's fast path then keeps few values live and saves
+ * few registers before its fence. */
+static WS_DQ_COLD struct ws_deque_buf *ws__dq_pop_shrink(struct ws_deque *dq,
+							   struct ws_deque_buf *a,
+							   int64_t t, int64_t b)
+{
+	if (ws__dq_pending(dq) >= WS_DQ_MAX_PENDING)
+		ws__dq_reclaim(dq);
+	if (ws__dq_pending(dq) >= WS_DQ_MAX_PENDING)
+		return NULL;
+	return ws__dq_resize(dq, a, t, b, a->cap / 2);
+}
+
 static int ws__dq_pop(struct ws_deque *dq, void **out)
 {
 	int64_t b = ws_ld(&dq->bottom, WS_MO_RLX) - 1;
@@ -348,13 +364,11 @@ static int ws__dq_pop(struct ws_deque *dq, void **out)
 		if (!won)
 			return 0;
 	} else if (ws_unlikely(cap > min_cap && (b - t) <= cap / 8)) {
-		/* After a burst: halve, unless too many replaced buffers wait for
-		 * a slow thief (the bound in the essay). Failure to allocate just
-		 * keeps the old one. */
-		if (ws__dq_pending(dq) >= WS_DQ_MAX_PENDING)
-			ws__dq_reclaim(dq);
-		if (ws__dq_pending(dq) < WS_DQ_MAX_PENDING &&
-		    ws__dq_resize(dq, a, t, b, cap / 2))
+		/* Counted here, not in the callee: dq then stays live across
+		 * the call, and gcc gives pop the frame whose (%rsp), where its
+		 * fence's locked instruction lands, lies away from the registers
+		 * pop just pushed; with the smaller frame push+pop is slower. */
+		if (ws__dq_pop_shrink(dq, a, t, b))
 			ws__dq_count(&dq->nr_shrinks);
 	}
 	*out = x;
