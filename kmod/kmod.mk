@@ -47,10 +47,12 @@ $(BUILD)/tests/guest/kmod_pool_test: $(WS_NORM_LIB) $(WS_HDRS)
 stress-guest: kmod-stress
 bench-sched: kmod-bench
 
-# Long runs: 2,000,000 random ioctls (about 20x the test) and 500 load/unload
+# Long runs: 2,000,000 random ioctls (about 20x the test), 10,000,000 more
+# with scx_wsched loaded and slots scribbled on (about 30x), and 500 load/unload
 # cycles with ioctls racing the unload.
 kmod-stress: $(KMOD_TESTS) $(KMOD_KO)
-	$(Q)WSCHED_KMOD_FUZZ_CALLS=2000000 WSCHED_KMOD_LOAD_CYCLES=500 \
+	$(Q)WSCHED_KMOD_FUZZ_CALLS=2000000 WSCHED_KMOD_FUZZ_SCX_CALLS=10000000 \
+	  WSCHED_KMOD_LOAD_CYCLES=500 \
 	  $(TOP)/tests/run-tests --suite kmod-stress $(filter %/kmod_fuzz_test %/kmod_load_test,$(KMOD_TESTS))
 
 kmod-bench: $(WSBENCH) $(KMOD_KO)

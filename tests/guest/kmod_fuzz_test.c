@@ -16,14 +16,24 @@
  *
  * WSCHED_KMOD_FUZZ_CALLS (default 100000) is the total number of calls;
  * WSCHED_KMOD_FUZZ_SEED fixes the seed (logged, to replay a failure).
+ *
+ * The second case fuzzes again with scx_wsched loaded, while registered
+ * processes write random bytes into their hint slots (its callbacks read
+ * them on every yield and tick); it SKIPs while build/bin/scx_wsched does
+ * not exist.
  */
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
 
-#include "kselftest_harness.h"
 #include "kmod_util.h"
+#include "scx_wsched_util.h"
+#include "kselftest_harness.h"
+#include "hint_client.h"
+
+#define FUZZ_OUT "/tmp/kmod_fuzz_test.out"
+#define FUZZ_ERR "/tmp/kmod_fuzz_test.err"
 
 #define THREADS	6
 
@@ -205,21 +215,19 @@ FIXTURE_TEARDOWN(fuzz)
 {
 }
 
-TEST_F_TIMEOUT(fuzz, random_ioctls_from_threads, 900)
+/*
+ * @total random ioctls from THREADS threads, an rmmod racing them the
+ * whole time: every return one the ABI allows, every call counted, rmmod
+ * always refused. The module is loaded.
+ */
+static void fuzz_run(struct __test_metadata *_metadata, long total)
 {
-	long total = kmod_env_long("WSCHED_KMOD_FUZZ_CALLS", 100000);
 	long page = sysconf(_SC_PAGESIZE);
 	pthread_t th[THREADS], rm;
 	long long calls0;
 	uint64_t t0;
 	char *map;
-	int bad0, i;
-
-	if (getuid() != 0)
-		SKIP(return, "loading modules needs root");
-	ASSERT_EQ(0, kmod_ensure_loaded()) TH_LOG("cannot load wsched.ko (built? make all)");
-	bad0 = kmod_klog_bad_lines();
-	ASSERT_LE(0, bad0);
+	int i;
 
 	memset(&fz, 0, sizeof(fz));
 	fz.seed = kmod_env_long("WSCHED_KMOD_FUZZ_SEED", 0);
@@ -265,9 +273,120 @@ TEST_F_TIMEOUT(fuzz, random_ioctls_from_threads, 900)
 	close(fz.shared_fd);
 	munmap(fz.page_rw, page);
 	munmap(fz.page_ro, page);
+}
+
+TEST_F_TIMEOUT(fuzz, random_ioctls_from_threads, 900)
+{
+	int bad0;
+
+	if (getuid() != 0)
+		SKIP(return, "loading modules needs root");
+	ASSERT_EQ(0, kmod_ensure_loaded()) TH_LOG("cannot load wsched.ko (built? make all)");
+	bad0 = kmod_klog_bad_lines();
+	ASSERT_LE(0, bad0);
+	fuzz_run(_metadata, kmod_env_long("WSCHED_KMOD_FUZZ_CALLS", 100000));
 	EXPECT_EQ(0, kmod_ensure_unloaded()) TH_LOG("the module does not unload after the fuzzing");
 	EXPECT_FALSE(kmod_loaded());
 	EXPECT_EQ(bad0, kmod_klog_bad_lines()) TH_LOG("the kernel logged BUG/WARNING/Oops; see dmesg");
 }
 
-TEST_HARNESS_MAIN
+/* ------------------------------------------------ with scx_wsched */
+
+#define WRITERS		3	/* processes writing their slots */
+
+/*
+ * A registered process that writes random bytes into its own slot array
+ * (header included) from two threads, over and over, sometimes with its
+ * own thread ids and the right version in the slots the scheduler looks
+ * at first, and yields after each round so that ops.yield reads them.
+ */
+static void *slot_scribbler(void *arg)
+{
+	struct ws_hint_slot *arr = arg;
+	uint64_t s = kmod_now_ns() ^ (uint64_t)kmod_gettid() << 32;
+	uint32_t tid = kmod_gettid();
+
+	for (;;) {
+		int i;
+
+		for (i = 0; i < 64; i++) {
+			uint64_t r = rnd(&s);
+			uint32_t idx = (uint32_t)r % WS_HINT_NR_SLOTS;
+			uint64_t *w;
+			int k;
+
+			if (r >> 62 == 0)	/* one of its own probe window */
+				idx = (tid + (uint32_t)(r >> 32) % WS_HINT_PROBE) % WS_HINT_NR_SLOTS;
+			w = (uint64_t *)&arr[idx];
+			for (k = 0; k < WS_HINT_SLOT_SIZE / 8; k++)
+				w[k] = rnd(&s);
+			if (r >> 62 == 0 && idx) {
+				arr[idx].owner_tid = tid;
+				if (r & 1)
+					arr[idx].abi_version = WS_HINT_ABI_VERSION;
+			}
+		}
+		sched_yield();
+	}
+	return NULL;
+}
+
+static void slot_writer(void)
+{
+	struct ws_hint_slot *arr = wt_hint_raw_register();
+	pthread_t th;
+
+	if (!arr)
+		_exit(2);
+	if (pthread_create(&th, NULL, slot_scribbler, arr))
+		_exit(3);
+	slot_scribbler(arr);
+}
+
+/*
+ * The same fuzzing with scx_wsched loaded (its ops.yield now runs for
+ * every YIELD_TO that reaches yield_to()), while WRITERS registered
+ * processes write random bytes into their slot arrays: no oops, no
+ * warning, the ioctls behave as under EEVDF, and the scheduler is still
+ * enabled at the end and detaches cleanly. WSCHED_KMOD_FUZZ_SCX_CALLS
+ * calls (default 300000, a few seconds; make stress-guest: 10,000,000).
+ */
+TEST_F_TIMEOUT(fuzz, random_ioctls_and_slot_bytes_under_scx_wsched, 900)
+{
+	const char *args[] = { "--stats", "3600", "--json", NULL };
+	pid_t loader, w[WRITERS];
+	int bad0, i, st;
+	struct stat sb;
+
+	if (getuid() != 0)
+		SKIP(return, "loading modules needs root");
+	if (stat(wt_bin(), &sb))
+		SKIP(return, "no %s", wt_bin());
+	ASSERT_TRUE(wt_wait_state(false, 10)) TH_LOG("a sched_ext scheduler is loaded before the test");
+	ASSERT_EQ(0, kmod_ensure_loaded()) TH_LOG("cannot load wsched.ko (built? make all)");
+	bad0 = kmod_klog_bad_lines();
+	ASSERT_LE(0, bad0);
+	loader = wt_start(args, FUZZ_OUT, FUZZ_ERR);
+	ASSERT_LT(0, loader) TH_LOG("scx_wsched did not become enabled; see %s", FUZZ_ERR);
+	for (i = 0; i < WRITERS; i++) {
+		w[i] = fork();
+		ASSERT_LE(0, w[i]);
+		if (!w[i])
+			slot_writer();
+	}
+	fuzz_run(_metadata, kmod_env_long("WSCHED_KMOD_FUZZ_SCX_CALLS", 300000));
+	for (i = 0; i < WRITERS; i++) {
+		ASSERT_EQ(0, waitpid(w[i], &st, WNOHANG))
+			TH_LOG("writer %d ended early (status %#x)", i, st);
+		kill(w[i], SIGKILL);
+		waitpid(w[i], NULL, 0);
+	}
+	EXPECT_TRUE(wt_enabled()) TH_LOG("the scheduler was ejected; see %s", FUZZ_ERR);
+	EXPECT_EQ(0, wt_stop(loader)) TH_LOG("scx_wsched exit status; see %s", FUZZ_ERR);
+	TH_LOG("scx_wsched: nr_yield_to %lld, malformed slots seen %lld",
+	       wt_json_last(FUZZ_OUT, "nr_yield_to"), wt_json_last(FUZZ_OUT, "nr_hint_malformed"));
+	EXPECT_EQ(0, kmod_ensure_unloaded()) TH_LOG("the module does not unload after the fuzzing");
+	EXPECT_EQ(bad0, kmod_klog_bad_lines()) TH_LOG("the kernel logged BUG/WARNING/Oops; see dmesg");
+}
+
+WS_TEST_HARNESS_MAIN

@@ -31,6 +31,7 @@
 #undef ws_spawn
 #include "kselftest_harness.h"
 #include "scx_wsched.h"
+#include "hint_client.h"
 #include "wsched/thread.h"
 #include "wsched/pool.h"
 
@@ -737,14 +738,9 @@ TEST_F_TIMEOUT(hint, connection_of_a_reaped_process_is_refused, 60)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX, .sun_path = WS_HINT_SOCK_PATH };
 	struct timeval tv = { .tv_sec = 10 };
-	struct ws_hint_hello hello = {};
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { &hello, sizeof(hello) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *c;
+	struct ws_hint_hello hello;
 	pid_t kid, victim = -1;
-	int s, st, fd = -1, tries;
+	int s, st, fd, tries;
 	ssize_t n;
 
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -762,10 +758,7 @@ TEST_F_TIMEOUT(hint, connection_of_a_reaped_process_is_refused, 60)
 	kill(self->pid, SIGCONT);
 	ASSERT_EQ(kid, victim) TH_LOG("could not start a process with the reaped child's pid %d",
 				      kid);
-	n = recvmsg(s, &msg, 0);
-	for (c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c))
-		if (c->cmsg_type == SCM_RIGHTS)
-			memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	n = wt_hint_answer(s, &hello, &fd);
 	EXPECT_EQ((ssize_t)sizeof(hello), n) TH_LOG("no answer from the loader (%zd)", n);
 	EXPECT_EQ(-1, fd) TH_LOG("the loader sent an array to a connection of a reaped process");
 	EXPECT_EQ(0u, hello.nr_slots);
@@ -790,39 +783,24 @@ static int register_as_nobody(gid_t *groups, int n, int want);
  * loader's refusal (-reason), or -ETIMEDOUT / -EPROTO. */
 static int churn_once(void)
 {
-	struct sockaddr_un addr = { .sun_family = AF_UNIX, .sun_path = WS_HINT_SOCK_PATH };
 	struct timeval tv = { .tv_sec = 10 };
-	struct ws_hint_hello hello = {};
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { &hello, sizeof(hello) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *c;
-	int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), fd = -1, rc;
+	struct ws_hint_hello hello;
+	int sock = wt_hint_connect(), fd;
 	ssize_t n;
-	void *m;
 
 	if (sock < 0)
-		return -errno;
+		return sock;
 	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (connect(sock, (struct sockaddr *)&addr, sizeof(addr))) {
-		rc = -errno;
-		close(sock);
-		return rc;
-	}
-	n = recvmsg(sock, &msg, 0);
-	close(sock);
-	for (c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c))
-		if (c->cmsg_type == SCM_RIGHTS)
-			memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	n = wt_hint_answer(sock, &hello, &fd);
 	if (n < 0)
-		return errno == EAGAIN ? -ETIMEDOUT : -errno;
+		n = errno == EAGAIN ? -ETIMEDOUT : -errno;
+	close(sock);
+	if (n < 0)
+		return (int)n;
 	if (fd < 0)
 		return n == sizeof(hello) && hello.reserved ? -(int)hello.reserved : -EPROTO;
-	m = mmap(NULL, WS_HINT_NR_SLOTS * WS_HINT_SLOT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
-		 fd, 0);
-	close(fd);
-	return m == MAP_FAILED ? -EPROTO : 0;	/* the mapping stays: the array lingers */
+	/* The mapping stays: the array lingers. */
+	return wt_hint_map(fd) ? 0 : -EPROTO;
 }
 
 struct churn {
@@ -1237,27 +1215,7 @@ TEST(default_socket_is_root_only)
 /* A hostile client: speaks the protocol itself, returns the mapped array. */
 static struct ws_hint_slot *raw_register(void)
 {
-	struct sockaddr_un addr = { .sun_family = AF_UNIX, .sun_path = WS_HINT_SOCK_PATH };
-	struct ws_hint_hello hello;
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { &hello, sizeof(hello) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *c;
-	int s = socket(AF_UNIX, SOCK_STREAM, 0), fd = -1;
-	void *m;
-
-	if (s < 0 || connect(s, (struct sockaddr *)&addr, sizeof(addr)) ||
-	    recvmsg(s, &msg, 0) != sizeof(hello))
-		return NULL;
-	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-		if (c->cmsg_type == SCM_RIGHTS)
-			memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	if (fd < 0)
-		return NULL;
-	m = mmap(NULL, WS_HINT_NR_SLOTS * WS_HINT_SLOT_SIZE, PROT_READ | PROT_WRITE,
-		 MAP_SHARED, fd, 0);
-	return m == MAP_FAILED ? NULL : m;	/* s stays open: registered */
+	return wt_hint_raw_register();
 }
 
 struct spin_shared {
