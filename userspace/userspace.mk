@@ -84,7 +84,7 @@ $(BUILD)/tests/valgrind/%-valgrind: $(BUILD)/tests/native/% $(WS_DIR)/userspace.
 
 # Relacy model test of the deque: the same deque_impl.h through a C++ shim.
 WS_RELACY := $(BUILD)/tests/native/ws_relacy_deque
-$(WS_RELACY): $(WS_DIR)/tests/relacy_deque.cpp $(WS_DIR)/tests/relacy_shim.hpp $(WS_DIR)/lib/deque_impl.h | ksft-check
+$(WS_RELACY): $(WS_DIR)/tests/relacy_deque.cpp $(WS_DIR)/tests/relacy_shim.hpp $(WS_DIR)/tests/relacy_run.hpp $(WS_DIR)/lib/deque_impl.h | ksft-check
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) -std=gnu++14 -fno-sized-deallocation -O1 -g -w -I$(WS_DIR)/lib -I$(WS_DIR)/include -I$(WS_DIR)/tests \
@@ -93,7 +93,7 @@ $(WS_RELACY): $(WS_DIR)/tests/relacy_deque.cpp $(WS_DIR)/tests/relacy_shim.hpp $
 # Relacy model test of the runtime's split deque: wsched/wdeque_impl.h, the
 # header the library's spawn/sync and thieves compile, through the same shim.
 WS_RELACY_WDQ := $(BUILD)/tests/native/ws_relacy_wdeque
-$(WS_RELACY_WDQ): $(WS_DIR)/tests/relacy_wdeque.cpp $(WS_DIR)/tests/relacy_shim.hpp \
+$(WS_RELACY_WDQ): $(WS_DIR)/tests/relacy_wdeque.cpp $(WS_DIR)/tests/relacy_shim.hpp $(WS_DIR)/tests/relacy_run.hpp \
 		  $(WS_DIR)/include/wsched/wdeque_impl.h | ksft-check
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D)

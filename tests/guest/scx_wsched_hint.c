@@ -675,21 +675,36 @@ TEST_F_TIMEOUT(hint, pool_workers_register_and_publish_parked, 60)
 
 /* ------------------------------------------------ SIGKILL */
 
-TEST_F_TIMEOUT(hint, sigkilled_process_loses_its_entry, 60)
+/* A child that registers and then pauses, once it registered; -1 if it
+ * could not. */
+static pid_t fork_registered(void)
 {
 	int *ready = shared_mem(sizeof(int));
 	pid_t kid;
-	int fd;
 
-	ASSERT_NE(NULL, ready);
+	if (!ready)
+		return -1;
 	kid = fork();
-	ASSERT_LE(0, kid);
 	if (!kid) {
 		*ready = ws_thread_register() == 0 ? 1 : -1;
 		for (;;)
 			pause();
 	}
-	ASSERT_TRUE(wait_flag(ready, 1, 20)) TH_LOG("child could not register (%d)", *ready);
+	if (kid > 0 && !wait_flag(ready, 1, 20)) {
+		kill(kid, SIGKILL);
+		waitpid(kid, NULL, 0);
+		kid = -1;
+	}
+	munmap(ready, sizeof(int));
+	return kid;
+}
+
+TEST_F_TIMEOUT(hint, sigkilled_process_loses_its_entry, 60)
+{
+	pid_t kid = fork_registered();
+	int fd;
+
+	ASSERT_LT(0, kid) TH_LOG("child could not register");
 	fd = slots_of(kid);
 	ASSERT_LE(0, fd);
 	EXPECT_EQ(1, owned_in_window(fd, kid));
@@ -957,7 +972,6 @@ static bool map_has(__u32 id, pid_t tgid)
  */
 TEST_F_TIMEOUT(hint, process_gone_during_a_reload_is_not_reinserted, 180 + 2 * WS_LOAD_WAIT)
 {
-	int *ready = shared_mem(sizeof(int));
 	long last = sysconf(_SC_NPROCESSORS_ONLN) - 1;
 	__u32 old_id, id = 0;
 	bool seen = false, enabled_seen = false;
@@ -965,18 +979,11 @@ TEST_F_TIMEOUT(hint, process_gone_during_a_reload_is_not_reinserted, 180 + 2 * W
 	char path[128];
 	pid_t kid;
 
-	ASSERT_NE(NULL, ready);
 	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%ld/online", last);
 	if (access(path, W_OK))
 		SKIP(return, "CPU %ld cannot be offlined here", last);
-	kid = fork();
-	ASSERT_LE(0, kid);
-	if (!kid) {
-		*ready = ws_thread_register() == 0 ? 1 : -1;
-		for (;;)
-			pause();
-	}
-	ASSERT_TRUE(wait_flag(ready, 1, 20)) TH_LOG("child could not register (%d)", *ready);
+	kid = fork_registered();
+	ASSERT_LT(0, kid) TH_LOG("child could not register");
 	old_id = newest_map_id("hint_procs");
 	ASSERT_NE(0, old_id);
 	ASSERT_TRUE(map_has(old_id, kid));

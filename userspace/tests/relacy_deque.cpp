@@ -22,6 +22,7 @@
 #include <stdlib.h>
 
 #include "relacy_shim.hpp"
+#include "relacy_run.hpp"
 
 namespace fenced {
 WS_RELACY_DEQUE_ALLOCATORS
@@ -206,56 +207,10 @@ WS_TAG(mutant)
 WS_TAG(mutant2)
 WS_TAG(mutant3)
 
-static int nr_test;
-static int nr_fail;
-
-template <class T>
-static void run(const char *name, unsigned long iterations, bool expect_ok,
-		rl::scheduler_type_e sched = rl::sched_random, unsigned bound = 1)
-{
-	rl::test_params p;
-	char path[64];
-	bool ok;
-
-	/* A file, not a string stream: Relacy intercepts operator new/delete
-	 * while it runs, and a growing string buffer trips over that. */
-	snprintf(path, sizeof(path), "/tmp/ws_relacy_%d.log", (int)getpid());
-	std::ofstream out(path);
-
-	p.iteration_count = iterations;
-	p.output_stream = &out;
-	p.progress_stream = &out;
-	p.search_type = sched;
-	p.context_bound = bound;
-	ok = rl::simulate<T>(p);
-	nr_test++;
-	if (ok == expect_ok) {
-		printf("ok %d %s (%s after %llu iterations)\n", nr_test, name,
-		       ok ? "no failure" : rl::test_result_str(p.test_result),
-		       (unsigned long long)p.stop_iteration);
-	} else {
-		nr_fail++;
-		printf("not ok %d %s: %s\n", nr_test, name,
-		       ok ? "the checker did not catch the known bug" :
-		       "checker failure, first lines of its report:");
-		fflush(stdout);
-		out.close();
-		std::string cmd = std::string("head -c 6000 ") + path + " | sed 's/^/# /'";
-		if (system(cmd.c_str()))
-			printf("# (could not show %s)\n", path);
-	}
-	fflush(stdout);
-	unlink(path);
-}
-
 int main(void)
 {
-	const char *sc = getenv("WSCHED_TEST_SCALE");
-	unsigned long scale = sc ? strtoul(sc, NULL, 10) : 100;
-	unsigned long it = 100000UL * scale / 100;
+	unsigned long it = relacy_iterations();
 
-	if (it < 1000)
-		it = 1000;
 	printf("TAP version 13\n1..9\n");
 	run<race_test<fenced::ws_deque, fenced_tag> >("relacy_fenced_pop_vs_steal", it, true);
 	run<resize_test<fenced::ws_deque, fenced_tag> >("relacy_fenced_grow_shrink_reclaim", it, true);
@@ -266,10 +221,10 @@ int main(void)
 		it, true, rl::sched_bound, 2);
 	/* The fence-free variant only runs under TSAN: every 2-preemption
 	 * schedule in stress runs, 1-preemption ones otherwise. */
-	run<reclaim_test<fencefree::ws_deque, fencefree_tag> >(scale >= 300 ?
+	run<reclaim_test<fencefree::ws_deque, fencefree_tag> >(it >= 300000UL ?
 		"relacy_fencefree_reclaim_all_2_preemption_schedules" :
 		"relacy_fencefree_reclaim_all_1_preemption_schedules",
-		it, true, rl::sched_bound, scale >= 300 ? 2 : 1);
+		it, true, rl::sched_bound, it >= 300000UL ? 2 : 1);
 	run<reclaim_test<mutant2::ws_deque, mutant2_tag> >("relacy_unsafe_reclaim_is_caught_fail",
 		it, false, rl::sched_bound, 2);
 	run<reclaim_test<mutant3::ws_deque, mutant3_tag> >("relacy_one_counter_reclaim_is_caught_fail",

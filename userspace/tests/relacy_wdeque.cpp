@@ -32,6 +32,7 @@
 #include <stdlib.h>
 
 #include "relacy_shim.hpp"
+#include "relacy_run.hpp"
 
 enum { MAX_TASKS = 4, NR_SLOTS = 8 };
 
@@ -275,56 +276,11 @@ struct reuse_test : rl::test_suite<reuse_test<NS>, 2> {
 	}
 };
 
-static int nr_test;
-static int nr_fail;
-
-template <class T>
-static void run(const char *name, unsigned long iterations, bool expect_ok,
-		rl::scheduler_type_e sched = rl::sched_random, unsigned bound = 1)
-{
-	rl::test_params p;
-	char path[64];
-	bool ok;
-
-	/* A file, not a string stream: Relacy intercepts operator new/delete
-	 * while it runs, and a growing string buffer trips over that. */
-	snprintf(path, sizeof(path), "/tmp/ws_relacy_wdq_%d.log", (int)getpid());
-	std::ofstream out(path);
-
-	p.iteration_count = iterations;
-	p.output_stream = &out;
-	p.progress_stream = &out;
-	p.search_type = sched;
-	p.context_bound = bound;
-	ok = rl::simulate<T>(p);
-	nr_test++;
-	if (ok == expect_ok) {
-		printf("ok %d %s (%s after %llu iterations)\n", nr_test, name,
-		       ok ? "no failure" : rl::test_result_str(p.test_result),
-		       (unsigned long long)p.stop_iteration);
-	} else {
-		nr_fail++;
-		printf("not ok %d %s: %s\n", nr_test, name,
-		       ok ? "the checker did not catch the known bug" :
-		       "checker failure, first lines of its report:");
-		fflush(stdout);
-		out.close();
-		std::string cmd = std::string("head -c 6000 ") + path + " | sed 's/^/# /'";
-		if (system(cmd.c_str()))
-			printf("# (could not show %s)\n", path);
-	}
-	fflush(stdout);
-	unlink(path);
-}
-
 int main(void)
 {
-	const char *sc = getenv("WSCHED_TEST_SCALE");
-	unsigned long scale = sc ? strtoul(sc, NULL, 10) : 100;
-	unsigned long it = 100000UL * scale / 100;
+	unsigned long it = relacy_iterations();
 
-	if (it < 1000)
-		it = 1000;
+	relacy_log = "ws_relacy_wdq";
 	printf("TAP version 13\n1..11\n");
 	run<spawn_sync_test<lib_ops> >("relacy_wdeque_spawn_sync_vs_two_thieves", it, true);
 	run<reuse_test<lib_ops> >("relacy_wdeque_slot_reuse_all_3_preemption_schedules", it, true,
