@@ -277,7 +277,7 @@ static __always_inline struct wsched_stats *stats(void)
 		__s->field++;					\
 } while (0)
 
-/* Hints from registered processes (issue 5): scx_wsched_hint.bpf.h. */
+/* Hints from registered processes: scx_wsched_hint.bpf.h. */
 #include "scx_wsched_hint.bpf.h"
 
 static __always_inline u32 llc_of(s32 cpu)
@@ -293,7 +293,7 @@ static __always_inline u64 min_slice(void)
 }
 
 /*
- * A thread that says THIEF (issue 5: "thieves get short slices") is queued
+ * A thread that says THIEF ("thieves get short slices") is queued
  * with 1/32 of the base slice (625 us at the default 20 ms), never more
  * than min_slice() and never less than 100 us; a worker may displace it
  * after that long (prefer_worker()). Not --slice-min-us itself: that is
@@ -621,7 +621,7 @@ static __always_inline bool yield_fair(struct task_struct *to, u64 dsq)
 }
 
 /*
- * Worker preference (issue 5): @p, a registered thread whose slot says
+ * Worker preference: @p, a registered thread whose slot says
  * WORKER (it runs a task of its pool, and may hold work its thieves are
  * waiting for: libwsched exposes work on demand), was just queued on @cpu's
  * deque rather than run. The next free CPU should be its: an idle CPU it
@@ -741,7 +741,7 @@ static __always_inline bool dispatch_yield_target(s32 cpu, struct task_struct *p
 }
 
 /*
- * Worker preference at the next free CPU (issue 5): @prev, a THIEF of its
+ * Worker preference at the next free CPU: @prev, a THIEF of its
  * process outside any critical section, used its slice up (or yielded) on
  * @cpu and would keep the CPU (nothing waiting here is due before it, no
  * laggard to balance). A WORKER of the same process waiting on this CPU's
