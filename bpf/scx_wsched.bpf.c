@@ -1,121 +1,67 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * scx_wsched: a sched_ext scheduler with per-CPU dispatch deques and
- * idle-CPU work stealing.
+ * idle-CPU work stealing. Documentation/scheduler.md is the long form.
  *
- * What it does
- * ------------
- * Every CPU owns a user DSQ (its "deque", DSQ id = CPU number), ordered by
+ * Every CPU owns a user DSQ, its deque (DSQ id = CPU number), ordered by
  * weighted virtual time.
  *
- * - Wakeup (ops.select_cpu): the kernel's built-in idle tracking picks the
- *   previous CPU if it (and, with SMT, its whole core) is idle (without SMT
- *   tested here first, prev_cpu_idle(), saving the kfunc), else an idle
- *   core or CPU sharing its LLC, else any idle CPU, else the previous CPU.
- *   When the pick is idle the task goes straight to that CPU's local DSQ
- *   (nr_direct_dispatch) and never touches a deque. The exception is the
- *   built-in answer to a sync wakeup whose previous CPU is busy: the
- *   waker's CPU, "idle" to the kernel but running the waker. That wakee
- *   goes to the waker's deque (nr_wake_sync_local), where the waker's CPU
- *   takes it if the waker sleeps and a kicked thief steals it if not.
- * - Enqueue: the task joins the deque of the CPU it is assigned to
- *   (task_cpu_of(), which is always in its allowed mask, and is the
- *   pinned CPU of a migration-disabled task), and that CPU is kicked out of
- *   idle. If the deque already held waiting work, one idle CPU the task may
- *   run on is claimed and kicked too, with a hint naming the loaded deque, so
- *   an idle CPU never sleeps while a deque it could drain is non-empty; the
- *   same for a wakeup queued here behind the running task (the sync case).
- * - Dispatch: a CPU serves its own deque first. If the previous task still
- *   wants to run, it competes with the deque's head by vtime and keeps the
- *   CPU with a fresh slice when it is not behind (nr_keep_running); but if
- *   a random victim deque's head has fallen more than one base slice of
- *   virtual time behind the better of the two, the laggard is stolen
- *   instead (nr_steals_balance), which is what makes CPU shares fair across
- *   CPUs, not just within one deque. When the CPU would go idle it steals:
- *   the kicker's hint first, then (unless queued_mask says no deque can
- *   hold a task) pick-two-random victims in its own LLC
- *   (take from the longer deque), then pick-two-random in other LLCs, then a
- *   sweep of at most STEAL_SWEEP_MAX deques from a random start. Each probe
- *   is one lockless length read; only a promising victim is locked, so the
- *   cost of a dispatch is bounded by a constant, not by the number of CPUs.
- * - A steal is scx_bpf_dsq_move_to_local(victim): the kernel takes the first
- *   task of the victim deque that may run on the thief (allowed by its
- *   cpumask, not migration-disabled, thief online) and skips the others, so
- *   stealing can never break affinity or move a migration-disabled task.
- * - Fairness: p->scx.dsq_vtime advances by the task's run time scaled by
- *   100/weight (nice 0 = weight 100), so within a deque tasks run in
- *   proportion to their weights. One global vtime_now (the largest vtime a
- *   task started a run with, but moved by no run further than the CPU time
- *   it had, which a light task's vtime outruns) bounds the lag of any task to
- *   LAG_SLICES base slices (vtime_floor(): in ops.enqueue, ops.stopping and
- *   when prev competes with a deque head) and its lead to LEAD_SLICES
- *   (vtime_clamp(), ops.stopping: a light task's debt from running alone is
- *   forgiven beyond that); a waking task keeps at most one base slice of
- *   credit against vtime_now and is placed no further than one slice
- *   behind the head of the deque it joins (wake_credit()). So a queued
- *   task waits at most about (deque length x slice x weight ratio) before it
- *   runs, and a stolen laggard holds its new CPU for at most a few slices
- *   before the task it displaced runs again.
- * - Slice: --slice-us (default 20 ms, as scx_simple and the kernel's
- *   SCX_SLICE_DFL) for every task; when ops.tick() finds tasks waiting
- *   behind the running one it cuts that task's slice to --slice-min-us
- *   (default 1/4 of the base slice; nr_short_slices), so on a crowded CPU
- *   a task runs at most until the next tick and then that minimum (ended
- *   by the tick after it), and kicks an idle thief.
- * - Yield: sched_yield() gives the slice up and lets the head of its CPU's
- *   deque run next (yield_behind_head()); a
- *   registered thread's goes behind every task waiting on its CPU
- *   (yield-to-all), or hands the CPU to the thread its hint slot names;
- *   yield_to(to) runs @to next on the yielder's CPU when it waits on a
- *   deque and may run there, else moves it to the front of its own CPU;
- *   see wsched_yield().
+ * - Wakeup (ops.select_cpu): the built-in idle tracking picks a CPU
+ *   (prev_cpu_idle() answers its first question without the kfunc when
+ *   there is no SMT). An idle pick gets the task on its local DSQ at once,
+ *   except the waker's own CPU for a sync wakeup: that wakee goes to the
+ *   waker's deque, where the waker's CPU or a kicked thief takes it.
+ * - Enqueue: the task joins the deque of its CPU (task_cpu_of(): always
+ *   allowed, and the pinned CPU of a migration-disabled task), whose owner
+ *   is kicked unless it is sure to look (owner_look()). If work was already
+ *   waiting there, one idle CPU the task may run on is kicked with a hint
+ *   naming the deque: no CPU sleeps while a deque it could drain is full.
+ * - Dispatch: a CPU serves its own deque first; a still-runnable prev
+ *   competes with the head by vtime, and both with a random victim's head
+ *   (steal_balance()), which is what spreads CPU shares across deques. A
+ *   CPU going idle steals (steal_idle()): the kicker's hint, pick-two in
+ *   its LLC, pick-two elsewhere, then a sweep of at most STEAL_SWEEP_MAX
+ *   deques; each probe is a lockless length read, so a dispatch costs a
+ *   constant, not a function of the number of CPUs.
+ * - A steal is scx_bpf_dsq_move_to_local(victim): the kernel takes the
+ *   first task there that may run on the thief, so stealing never breaks
+ *   affinity or moves a migration-disabled task.
+ * - Fairness: dsq_vtime advances by run time x 100/weight. vtime_now
+ *   (vtime_now_advance()) bounds every task's lag to LAG_SLICES base slices
+ *   (vtime_floor()) and its lead to LEAD_SLICES (vtime_clamp()); a waking
+ *   task keeps at most a slice of credit (wake_credit()). A queued task
+ *   thus waits at most about deque length x slice x weight ratio.
+ * - Slice: --slice-us for every task; ops.tick cuts a running task's slice
+ *   to --slice-min-us when others wait behind it, and kicks an idle thief.
+ * - Yield: see wsched_yield() (plain, yield-to-all, directed).
  *
- * What it deliberately does not do
- * --------------------------------
- * No cgroup weights (cgroups work, their cpu.weight is ignored), no
- * preemption of a running task by a waking one (kicks use SCX_KICK_IDLE
- * except a directed yield's boost and a worker displacing its own
- * process's thief), no NUMA awareness beyond LLCs, no handling of CPU hotplug inside
- * BPF: without ops.cpu_online/offline the kernel ejects the scheduler with a
- * restart request on hotplug and the loader loads it again.
+ * Hints (Documentation/abi.md, scx_wsched_hint.bpf.h): a registered
+ * process's thread inside a critical section gets one grace slice; a THIEF
+ * is charged WS_THIEF_CHARGE x and gets thief_slice(); a queued WORKER gets
+ * the next idle CPU or a CPU running a THIEF of its own process
+ * (prefer_worker(), dispatch_queued_worker()).
  *
- * Known limits and accepted races
- * -------------------------------
- * - vtime_now is updated without atomics from every CPU: a lost update only
- *   lets a waking task start a little behind or ahead, never unboundedly.
- * - The victim lengths read by pick-two are stale by the time of the move;
- *   a failed move costs one lock round trip and the next probe runs.
- * - steal_hint[] is written by the kicker and consumed by the kicked CPU
- *   without synchronisation; a lost or stale hint only costs a probe.
- * - unstealable[] is a plain flag written by thieves and owners: a stale
- *   "set" only delays the tick's catch-all kick until the next enqueue of a
- *   movable task (which kicks a thief itself), a stale "clear" costs one
- *   futile wakeup.
- * - cur_pid/cur_tgid/cur_start[] are written by ops.running/stopping of
- *   each CPU's task (under that CPU's rq lock) and read by others without
- *   synchronisation: worker preference may kick a CPU whose
- *   thief just stopped; its dispatch re-checks prev and moves nothing then
- *   (nr_thief_preempt_stale), and the kicked task keeps the CPU by vtime.
- * - queued_worker[] is written by ops.enqueue of each deque and read by
- *   the thieves of every CPU the same way: a torn or stale entry costs one
- *   bounded deque scan; the task must be found queued, of the thief's
- *   tgid and WORKER in its slot before it is moved.
- * - Tasks of a deque whose owner goes offline are ejected with the
- *   scheduler (the restart above), so no deque is ever left undrained.
+ * Not done: cgroup weights, preemption of a running task by a waking one
+ * (kicks are SCX_KICK_IDLE except a directed yield's boost and worker
+ * preference, both confined to the yielder's or worker's own process),
+ * NUMA beyond LLCs, CPU hotplug in BPF (without ops.cpu_online/offline the
+ * kernel ejects the scheduler with a restart request, and the loader loads
+ * it again; so no deque is ever left with an offline owner).
  *
- * Hints (Documentation/abi.md, scx_wsched_hint.bpf.h): a task of a process
- * registered through the loader's socket whose slice runs out inside a
- * critical section gets one short grace slice, charged to its vtime; a
- * THIEF is charged 4x and gets a short slice (thief_slice()); a WORKER queued behind
- * others gets the next idle CPU, or displaces a running THIEF of its own
- * process (prefer_worker()), or is run by the next THIEF of its process
- * whose slice ends instead of keeping its CPU (dispatch_queued_worker()).
+ * Accepted races (all harmless, none loses a task):
+ * - vtime_now is updated without atomics: a lost update only places a
+ *   waking task a little behind or ahead, within the bounds above.
+ * - Victim lengths are stale by the time of the move: a failed move costs
+ *   a lock round trip.
+ * - steal_hint[], unstealable[], cur_pid/cur_tgid/cur_start[] and
+ *   queued_worker[] are plain per-CPU entries read by other CPUs: a stale
+ *   entry costs a probe, a bounded scan or a futile wakeup, and every move
+ *   re-checks the task it acts on (dispatch_yield_target(),
+ *   dispatch_queued_worker()).
  *
- * Compatibility: built against the 7.3 headers, loads on sched_ext kernels
- * from 6.12 on: every kfunc that was renamed or changed signature goes
- * through the weak-symbol wrappers of scx/compat.bpf.h (bpf_ksym_exists and
- * ___v1/___v2 flavours), enum values are read at load time, and the
- * optional helpers used here (scx_bpf_now, scx_bpf_dsq_peek,
+ * Compatibility: built against the 7.3 headers, loads from 6.12 on: renamed
+ * kfuncs go through scx/compat.bpf.h, enum values are CO-RE relocations,
+ * and the optional kfuncs (scx_bpf_now, scx_bpf_dsq_peek,
  * scx_bpf_get_online_cpumask) fall back when absent.
  */
 #include <scx/common.bpf.h>
