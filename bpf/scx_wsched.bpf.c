@@ -68,11 +68,11 @@
 #include "scx_wsched.h"
 
 /*
- * scx/enums.bpf.h turns every scx enum into a rodata copy the loader must
- * fill in from the kernel's BTF (SCX_ENUM_INIT: 46 lookups, each a linear
- * scan of ~150k types, seconds per load in an emulated guest). The three
- * this file uses are relocated by libbpf instead (CO-RE), from the BTF it
- * parses anyway, so they are right on every kernel.
+ * scx/enums.bpf.h turns every scx enum into a rodata copy that the loader
+ * must fill in by searching the kernel's BTF (SCX_ENUM_INIT), which makes
+ * a load slow. The ones used here are CO-RE relocations instead, resolved
+ * by libbpf from the BTF it parses anyway, so they are right on every
+ * kernel.
  */
 #undef SCX_DSQ_LOCAL
 #undef SCX_KICK_IDLE
@@ -128,14 +128,14 @@ static u32 steal_hint[WSCHED_MAX_CPUS];	/* victim CPU + 1 left by a kicker, 0: n
  * (atomically) by every insert of a task allowed on more than one CPU (a
  * pinned task can only ever be dispatched by its owner), cleared by a
  * thief that found the deque empty, which then looks again and sets it
- * back if a task arrived in between, so a clear bit always had a deque
- * without stealable tasks behind it at some point after the last insert
- * of one.
- * A CPU going idle skips its steal sweep while every bit is clear (pipe
- * ping-pong goes idle per message with nothing queued anywhere: its
- * dispatch cost 4.3 us under TCG against scx_simple's 0.9). A stale set bit
- * costs one probe; no task depends on a bit to be found, the kicks of
- * ops.enqueue and ops.tick reach idle CPUs whatever the mask says.
+ * back if a task arrived in between. So a clear bit means the deque held
+ * nothing stealable at some point after the last insert of a stealable
+ * task.
+ * A CPU going idle skips its steal sweep while every bit is clear: the
+ * common case of a wakeup-heavy load, which goes idle per message with
+ * nothing queued anywhere. A stale set bit costs one probe; no task depends
+ * on a bit to be found, the kicks of ops.enqueue and ops.tick reach idle
+ * CPUs whatever the mask says.
  */
 #define MASK_WORDS	(WSCHED_MAX_CPUS / 64)
 static u64 queued_mask[MASK_WORDS];
@@ -143,7 +143,9 @@ static u64 queued_mask[MASK_WORDS];
  * Set when a thief found a CPU's deque non-empty but could take nothing
  * from it (every waiting task pinned there); cleared when a task that may
  * run elsewhere joins it. While set, the owner's tick does not wake idle
- * CPUs for nothing.
+ * CPUs for nothing. A plain flag: a stale "set" only delays the tick's
+ * catch-all kick until the next enqueue of a movable task (which kicks a
+ * thief itself), a stale "clear" costs one futile wakeup.
  */
 static u8 unstealable[WSCHED_MAX_CPUS];
 
@@ -239,11 +241,11 @@ static __always_inline u64 min_slice(void)
 }
 
 /*
- * A thread that says THIEF ("thieves get short slices") is queued
- * with 1/32 of the base slice (625 us at the default 20 ms), never more
- * than min_slice() and never less than 100 us; a worker may displace it
- * after that long (prefer_worker()). Not --slice-min-us itself: that is
- * what a crowded CPU's ordinary tasks keep, tuned for throughput.
+ * The slice of a thread that says THIEF: short, so that it gives the CPU
+ * back soon to the workers it is looking for; 1/32 of the base slice,
+ * within [WSCHED_SLICE_US_MIN, min_slice()]. A worker may displace it after
+ * that long (prefer_worker()). Not --slice-min-us itself: that is what a
+ * crowded CPU's ordinary tasks keep, tuned for throughput.
  */
 static __always_inline u64 thief_slice(void)
 {
@@ -344,10 +346,9 @@ static __always_inline void mask_clear(s32 cpu)
 }
 
 /*
- * A plain bounded loop (unrolled by the compiler), not bpf_for(): the
- * open-coded iterator's kfunc calls made a CPU going idle cost about 55
- * guest instructions more (ops.dispatch 4.7 -> 4.3 us per call under
- * WSCHED_LAB_TCG=icount in perf bench sched pipe).
+ * A plain bounded loop (unrolled by the compiler), not bpf_for(): this runs
+ * on every CPU going idle, and the open-coded iterator's kfunc calls are a
+ * measurable part of that path.
  */
 static __always_inline bool mask_empty(void)
 {
@@ -368,10 +369,9 @@ static __always_inline bool try_steal(s32 cpu, s32 victim, bool balance)
 		return false;
 	/*
 	 * A clear bit: nothing stealable arrived since the deque was last
-	 * seen empty. Without this test every CPU going idle next to a
-	 * pinned task waiting for its idle owner tried to move it, in vain
-	 * (perf bench sched pipe with each task pinned to its own CPU:
-	 * 18 600 failed steal attempts per run).
+	 * seen empty. A deque holding only a pinned task that waits for its
+	 * idle owner keeps its bit clear, so CPUs going idle next to it do
+	 * not try, in vain, to move that task.
 	 */
 	if (!mask_test(victim))
 		return false;
@@ -448,13 +448,11 @@ static __always_inline u64 vtime_floor(u64 vt)
 /*
  * ... and none more than LEAD_SLICES base slices ahead. A task owes vtime
  * only to those it competed with: a light task that ran while its CPU had
- * nothing else to run (a nice-19 kthread's every tick is charged 400 ms)
- * would otherwise carry that debt into the next contention and wait there
- * until every task queued with it caught up (khugepaged was 13 s of vtime
- * ahead under stress-ng before this bound, so seconds of waiting, possibly
- * while preempted inside an RCU read-side section). At this bound a nice-19
- * or SCHED_IDLE task beside a nice-0 one gets about 3.5% of the CPU (a run
- * of about two ticks per 240 ms of the other's) instead of 1.5% or 0.3%.
+ * nothing else to run (its every tick charged 100/weight times over) would
+ * otherwise carry that debt into the next contention and wait there, for
+ * seconds, until every task queued with it caught up, possibly preempted
+ * inside an RCU read-side section. The price is a somewhat larger share for
+ * a nice-19 or SCHED_IDLE task beside a nice-0 one than its weight gives.
  */
 static __always_inline u64 vtime_clamp(u64 vt)
 {
@@ -468,10 +466,8 @@ static __always_inline u64 vtime_clamp(u64 vt)
  * prev's vtime including the run it is just finishing, from its
  * sum_exec_runtime, which the kernel brings up to date before it calls
  * ops.dispatch for a CPU whose task is still ours (update_curr_scx()), and
- * which ops.stopping charges from too. Not from a clock read: scx_bpf_now()
- * in ops.running cost about 95 guest instructions per context switch
- * (perf bench sched pipe under WSCHED_LAB_TCG=icount, bpf_stats: ops.running
- * 1.79 us -> 1.05 us per call without it).
+ * which ops.stopping charges from too. Not from a clock read, which would
+ * put a kfunc call into ops.running on every context switch.
  */
 static __always_inline u64 current_vtime(struct task_struct *p)
 {
@@ -567,25 +563,22 @@ static __always_inline bool yield_fair(struct task_struct *to, u64 dsq)
 }
 
 /*
- * Worker preference: @p, a registered thread whose slot says
- * WORKER (it runs a task of its pool, and may hold work its thieves are
- * waiting for: libwsched exposes work on demand), was just queued on @cpu's
- * deque rather than run. The next free CPU should be its: an idle CPU it
- * may run on is woken to steal it (nr_worker_idle_kicks); failing that, a
- * CPU running a thief of @p's own process (a thread that says THIEF,
- * outside any critical section) is preempted and its next dispatch runs @p
- * (nr_thief_preempted). Only @p's own process's threads are ever displaced,
- * so a process can trade its own thieves for its own workers but take
- * nothing from anyone else; @p may not jump more than YIELD_LEAD_SLICES of
- * vtime ahead of what waits there (yield_fair()), and the thief keeps its
- * place by vtime on its deque. A thief is displaced only after it has run
- * for thief_slice(), so threads that keep switching between WORKER
- * and THIEF cannot displace each other back and forth faster than that
- * (each displacement's dispatch bypasses the deque's head; between two of
- * them the tick ends the slice and the head gets its turn by vtime).
- * At most STEAL_SWEEP_MAX CPUs are probed,
- * from a random start, each with two array reads; only a CPU running a
- * thread of @p's process costs a slot lookup.
+ * Worker preference: @p, a registered thread whose slot says WORKER (it
+ * runs a task of its pool and may hold work its thieves wait for), was just
+ * queued on @cpu's deque rather than run. The next free CPU should be its:
+ * an idle CPU it may run on is woken to steal it; failing that, a CPU
+ * running an idle thief of @p's own process (THIEF, outside any critical
+ * section) is preempted and its next dispatch runs @p.
+ *
+ * Only @p's own process's threads are displaced: a process trades its own
+ * thieves for its own workers and takes nothing from anyone else. @p may
+ * not jump more than YIELD_LEAD_SLICES ahead of what waits there
+ * (yield_fair()); the thief keeps its place by vtime. A thief is displaced
+ * only after it has run for thief_slice(), so threads that flip between
+ * WORKER and THIEF cannot displace each other faster than that, and the
+ * deque's head gets its turn by vtime in between. Bounded: at most
+ * STEAL_SWEEP_MAX CPUs probed with two array reads each; only a CPU running
+ * a thread of @p's process costs a slot lookup.
  */
 static __always_inline void prefer_worker(struct task_struct *p, s32 cpu)
 {
@@ -687,22 +680,20 @@ static __always_inline bool dispatch_yield_target(s32 cpu, struct task_struct *p
 }
 
 /*
- * Worker preference at the next free CPU: @prev, a THIEF of its
- * process outside any critical section, used its slice up (or yielded) on
- * @cpu and would keep the CPU (nothing waiting here is due before it, no
- * laggard to balance). A WORKER of the same process waiting on this CPU's
- * deque or another (queued_worker[]) runs here instead, and @prev is queued
- * here by vtime. Thief demotion alone orders a thief behind such a worker
- * only when their weights allow it (a nice -15 thief charged 4x still
- * outruns a nice-0 worker), and prefer_worker() acts only when the worker
- * is queued, against a thief of another CPU already running then; this
- * catches every thief that holds or gets a CPU afterwards, at most a thief
- * slice later, and needs no kick: this CPU takes the worker itself. The
- * worker gets exactly the turn the thief was about to have, so only the
- * thief's process pays for it; it may not be more than YIELD_LEAD_SLICES
- * of vtime ahead of this CPU's head (yield_fair()). At most
- * STEAL_SWEEP_MAX + 1 entries are read (this CPU's, then from a random
- * start) and one deque is scanned (at most YIELD_SCAN_MAX entries).
+ * Worker preference at the next free CPU: @prev, an idle THIEF, used its
+ * slice up (or yielded) on @cpu and would keep the CPU (nothing here is due
+ * before it, no laggard to balance). A WORKER of the same process queued on
+ * this CPU's deque or another (queued_worker[]) runs here instead, and
+ * @prev is queued here by vtime. Thief demotion alone puts a thief behind
+ * such a worker only when their weights allow it (a heavy enough thief
+ * outruns a nice-0 worker even charged WS_THIEF_CHARGE x), and
+ * prefer_worker() acts only when the worker is queued; this catches every
+ * thief that holds or gets a CPU afterwards, at most a thief slice later,
+ * with no kick. The worker takes exactly the thief's turn, so only the
+ * thief's process pays, and may not be more than YIELD_LEAD_SLICES ahead of
+ * this CPU's head (yield_fair()). Bounded: STEAL_SWEEP_MAX + 1 entries read
+ * (this CPU's first, then from a random start), one deque scanned (at most
+ * YIELD_SCAN_MAX entries).
  */
 static __always_inline bool dispatch_queued_worker(s32 cpu, struct task_struct *prev)
 {
@@ -761,20 +752,16 @@ static __always_inline bool dispatch_queued_worker(s32 cpu, struct task_struct *
  * and, on a crowded CPU whose deque head lags vtime_now (by up to
  * LAG_SLICES slices), it is placed no further than one slice behind that
  * head (@cpu: the CPU whose deque it joins): it waits for the tasks within
- * a slice of the head, not for every laggard's LAG_SLICES slices
- * (rcu_preempt waited 330 ms under stress-ng, and a runnable 8.8 s in an
- * RCU stall report of an earlier 60 s hostile-hints run). Placing it at
- * the head itself instead cost hackbench 12-14% in throughput (same boot,
- * 5 rounds: 1.47 s against 1.30 s; this: 1.32 s).
+ * a slice of the head, not for every laggard's LAG_SLICES slices, which
+ * starved kthreads such as rcu_preempt under load. Not at the head itself:
+ * that costs wakeup-heavy loads (hackbench) throughput.
  *
- * Applied where a waking task is placed, once: by ops.enqueue for an
- * SCX_ENQ_WAKEUP (every wakeup that was not dispatched directly, select_cpu
- * or not), and by ops.select_cpu for the ones it dispatches directly, which
- * ops.enqueue never sees. (A forked task is neither a wakeup nor credited:
- * ops.enable has just set its vtime to vtime_now.) It used to be
- * ops.runnable, a callback of its own on every wakeup: under TCG a BPF
- * struct_ops call costs about 0.4 us even when it returns at once, twice
- * per pipe round trip.
+ * Applied once, where a waking task is placed: by ops.enqueue for an
+ * SCX_ENQ_WAKEUP (every wakeup not dispatched directly), and by
+ * ops.select_cpu for the ones it dispatches directly, which ops.enqueue
+ * never sees. Not in an ops.runnable of its own: every struct_ops callback
+ * costs a call per wakeup even when it returns at once. A forked task is
+ * not credited: ops.enable has just set its vtime to vtime_now.
  */
 static __always_inline void wake_credit(struct task_struct *p, s32 cpu)
 {
@@ -782,10 +769,9 @@ static __always_inline void wake_credit(struct task_struct *p, s32 cpu)
 	u64 ref = vtime_now;
 
 	/*
-	 * The common case, a task that ran recently, needs no look at the
+	 * The common case, a task that ran recently, needs no peek at the
 	 * deque: its place can only move back, and ref never exceeds
-	 * vtime_now (one peek less per wakeup: ops.runnable took 1.15 us
-	 * under TCG with it, 0.69 without, in perf bench sched pipe).
+	 * vtime_now.
 	 */
 	if (!time_before(p->scx.dsq_vtime, ref - slice_ns))
 		return;
@@ -808,25 +794,20 @@ static __always_inline void wake_credit(struct task_struct *p, s32 cpu)
  * WS_OWNER_IDLE: it runs its idle task and is not inside a dispatch. For a
  * wakeup the kernel reschedules it itself right after ops.enqueue
  * (ttwu_do_activate() -> wakeup_preempt(): a sched_ext task outranks the
- * idle class), so the kick is not needed either; our kick came on top of
- * it as an irq_work self-IPI and a second IPI (perf bench sched pipe with
- * each task pinned to its own CPU, where every wakeup goes through
- * ops.enqueue: 18 700 IRQ-work interrupts per run). And a task that only
- * its owner may run, arriving at an empty deque, can go straight to the
- * owner's local DSQ: it would be the owner's next task anyway.
+ * idle class), so a kick would only add an irq_work self-IPI and a second
+ * IPI. And a task that only its owner may run, arriving at an empty deque,
+ * can go straight to the owner's local DSQ: it would be the owner's next
+ * task anyway.
  *
  * WS_OWNER_UNKNOWN: inside a dispatch (which may drop the lock and then find
  * nothing), or the rq cannot be read: kick.
  *
- * ops.enqueue runs with the task's rq lock held, which is @cpu's, so the
- * kernel's own test (can_skip_idle_kick(): not running its idle task and not
- * inside a dispatch, which may drop the lock and then find nothing) can be
- * made here, on a stable rq. scx_bpf_kick_cpu() makes that test only under
- * a trylock of @cpu's rq, which always fails for the lock's holder: every
- * such kick queued an irq_work, a self-IPI whose handler then found @cpu
- * busy (hackbench: 730-830 IRQ-work interrupts per run, scx_simple 20-24).
- * Older kernels name the flag SCX_RQ_IN_BALANCE (both are tested where
- * they exist); without either, or without the kfuncs, the answer is
+ * This is the kernel's own test (can_skip_idle_kick()), made here because
+ * ops.enqueue holds @cpu's rq lock, so the rq is stable; scx_bpf_kick_cpu()
+ * makes it only under a trylock of that rq, which always fails for the
+ * lock's holder, so each such kick would be an irq_work self-IPI that finds
+ * @cpu busy. Older kernels name the flag SCX_RQ_IN_BALANCE (both are tested
+ * where they exist); without either, or without the kfuncs, the answer is
  * WS_OWNER_UNKNOWN and the kick is made.
  */
 enum ws_owner { WS_OWNER_UNKNOWN, WS_OWNER_BUSY, WS_OWNER_IDLE };
@@ -867,9 +848,8 @@ static __always_inline bool sync_wake_here(s32 cpu, u64 wake_flags)
  * the previous CPU if it is allowed and idle (for a sync wakeup only when it
  * shares the waker's LLC, as there), claimed as scx_bpf_select_cpu_dfl()
  * would claim it. That kfunc first builds the task's allowed LLC and node
- * masks under RCU; in perf bench sched pipe, where the previous CPU is idle
- * at nearly every wakeup, ops.select_cpu took 1.5 us per call under TCG
- * with this shortcut against 1.9-2.0 without (kernel.bpf_stats_enabled).
+ * masks under RCU, a cost paid on every wakeup of a load whose previous
+ * CPU is nearly always idle (pipe ping-pong).
  */
 static __always_inline bool prev_cpu_idle(struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
@@ -1110,11 +1090,11 @@ static __always_inline u64 kick_for_yield(struct task_struct *from, s32 tcpu)
  * kick_for_yield() allows: when a task of another process runs there, the
  * request is declined (nr_yield_to_foreign). A target more than
  * YIELD_LEAD_SLICES of vtime ahead of the head of a deque it would jump is
- * declined (nr_yield_to_unfair, see yield_fair()). Either way @from gives its slice up and
- * its vtime goes to at least @to's, so it queues behind @to. Returning
- * true tells yield_to() the request is implemented and it reschedules; a
- * target we cannot reach (in flight between DSQs, on the global fallback
- * DSQ) is declined with false and nothing changes.
+ * declined (nr_yield_to_unfair, see yield_fair()). Either way @from gives
+ * its slice up and its vtime goes to at least @to's, so it queues behind
+ * @to. Returning true tells yield_to() the request is implemented and it
+ * reschedules; a target we cannot reach (in flight between DSQs, on the
+ * global fallback DSQ) is declined with false and nothing changes.
  */
 static __always_inline bool yield_towards(struct task_struct *from, struct task_struct *to,
 					  bool here_only)
@@ -1221,9 +1201,9 @@ static __always_inline struct task_struct *hint_yield_target(struct task_struct 
 /*
  * Yield-to-all (Arora, Blumofe & Plaxton): a registered thread's
  * sched_yield() outside every critical section (hint_yield_to_all()) puts
- * it behind every task waiting on this CPU's deque, so
- * each of them (its own process's preempted workers first among them) runs
- * before it does again. Its vtime goes just past the deque's last task (the
+ * it behind every task waiting on this CPU's deque, so each of them (its
+ * own process's preempted workers first among them) runs before it does
+ * again. Its vtime goes just past the deque's last task (the
  * deque is vtime-ordered: the reverse iterator's first entry); it pays for
  * that with its own share, like any task that gives its turn away.
  */
@@ -1247,10 +1227,10 @@ static __always_inline void yield_behind_all(struct task_struct *from)
  * Any other task's sched_yield(): the task waiting first on this CPU's
  * deque runs next (POSIX: others of the same priority run before the
  * yielder; EEVDF pushes the yielder's deadline back for the same end).
- * Without this the yielder kept the CPU whenever its vtime was behind the
- * head's, and a waiter spinning with sched_yield() on a lock whose holder
- * waits on the same CPU yielded for nothing. The yielder's vtime goes just
- * past the head's: it pays with its own place, never anyone else's.
+ * Competing by vtime alone would let a yielder behind the head keep the
+ * CPU, and a waiter spinning with sched_yield() on a lock whose holder
+ * waits on the same CPU would yield for nothing. The yielder's vtime goes
+ * just past the head's: it pays with its own place, never anyone else's.
  * Returns whether a task waited on the deque.
  */
 static __always_inline bool yield_behind_head(struct task_struct *from)
@@ -1309,17 +1289,18 @@ bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *
 }
 
 /*
- * The run that starts here is recorded per CPU, not in task storage:
- * cur_sum[] holds @p's sum_exec_runtime (the kernel's own account of its
- * CPU time, brought up to date before every ops.stopping) for the charge
- * and current_vtime(), cur_start[] the time for worker preference, which
- * acts only for registered processes: the clock is read only while some
- * process is registered (a run that started before the first registration
- * counts as long enough to preempt, once). The CPU
- * is @p's, not necessarily this one: a property change of a running task
- * (nice, affinity) stops and restarts it from the CPU that made the
- * change, and indexing by that CPU would let a task that keeps renicing a
- * running thread overwrite its own entry and never be charged.
+ * The run that starts here is recorded per CPU, which costs no task
+ * storage lookup on a context switch: cur_sum[] holds @p's
+ * sum_exec_runtime (the kernel's own account of its CPU time, brought up
+ * to date before every ops.stopping) for the charge and current_vtime(),
+ * cur_start[] the start time for worker preference. The clock is read only
+ * while some process is registered, the only time worker preference acts
+ * (a run that started before the first registration counts as long enough
+ * to preempt, once). The CPU is @p's, not necessarily this one: a property
+ * change of a running task (nice, affinity) stops and restarts it from the
+ * CPU that made the change, and indexing by that CPU would let a task that
+ * keeps renicing a running thread overwrite its own entry and never be
+ * charged.
  */
 void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
 {
@@ -1336,28 +1317,21 @@ void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
 
 /*
  * vtime_now follows the largest vtime a task started a run with (@vt, its
- * vtime before the run is charged; racy max: see "accepted races" at the
- * top), but one run moves it by no more than the CPU time the task had in
- * it (@ran, before any thief surcharge), nor by more than a slice plus the
- * wall time since its last advance. A task of nice 0 or heavier that
- * started no further ahead than its run's length never meets the bound. A
- * light task's run is
- * charged 100/weight times over (a nice-19 task's 20 ms is 1.4 s), which
- * keeps it at vtime_clamp()'s lead bound, LEAD_SLICES ahead of vtime_now.
- * With only the wall-time limit it was a ratchet: each run moved vtime_now
- * by a slice plus the time since the last advance, the lead bound moved
- * with it and the next run led again. Once the tasks of a crowded CPU (8
- * hogs, each gaining an eighth of the wall time) fell behind, no advance of
- * theirs renewed the limit and vtime_now ran at wall-clock speed: their
- * deque sat at the lag floor, and every wakeup there queued behind the
- * tasks already waiting (tests wakeup_not_behind_a_frequent_light_task: a
- * mean of 42 ms per wakeup in every run with a light task spinning 2 ms per
- * 40 ms, 3-6 ms now; wakeup_not_behind_a_light_tasks_clock, 20 ms per
- * 400 ms: about one run in 17 with a mean of 88 ms, 2-4 ms now; 370 ms
- * when vtime_now followed such a task without any limit). Run at the end
- * of the run, so vtime_now moves one run later than when ops.running did
- * it; moving it to the charged vtime instead put wakeups one run further
- * back (a mean of 9 ms instead of 3 in the second test).
+ * vtime before the run is charged; a racy max, see the top), but one run
+ * moves it by no more than the CPU time the task had in it (@ran, before
+ * any thief surcharge), nor by more than a slice plus the wall time since
+ * its last advance. A task of nice 0 or heavier that started no further
+ * ahead than its run's length never meets the bound.
+ *
+ * The run-time bound is what keeps a light task from driving vtime_now:
+ * its run is charged 100/weight times over, which keeps it at
+ * vtime_clamp()'s lead bound, so an advance to its vtime would move the
+ * lead bound with it, and vtime_now would run away from the tasks of a
+ * crowded CPU, whose wakeups would then queue behind everything already
+ * waiting there (guest tests wakeup_not_behind_a_frequent_light_task and
+ * wakeup_not_behind_a_light_tasks_clock). Called from ops.stopping with
+ * the uncharged vtime: advancing to the charged one would put wakeups a
+ * run further back.
  */
 static __always_inline void vtime_now_advance(u64 vt, u64 ran)
 {
@@ -1379,7 +1353,7 @@ static __always_inline void vtime_now_advance(u64 vt, u64 ran)
 /*
  * Charges the run that ops.running started on @p's CPU. A stop without
  * that start (a task already running when the scheduler was loaded) finds
- * another pid in cur_pid[] and is not charged, as before with task storage.
+ * another pid in cur_pid[] and is not charged.
  */
 void BPF_STRUCT_OPS(wsched_stopping, struct task_struct *p, bool runnable)
 {
