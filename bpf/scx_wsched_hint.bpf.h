@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * scx_wsched hints (issue 5, phase 1): the scheduler side of the protocol
- * of Documentation/abi.md. Included once, by scx_wsched.bpf.c, after its
- * stats helpers.
+ * scx_wsched hints: the scheduler side of the protocol of
+ * Documentation/abi.md. Included once, by scx_wsched.bpf.c, after its stats
+ * helpers.
  *
  * Every registered process has its own mmapable array of WS_HINT_NR_SLOTS
  * struct ws_hint_slot; the loader puts it into hint_procs at key = the
@@ -29,36 +29,35 @@
  *   task's vtime, so a task gains no CPU share from it, only a later
  *   preemption point.
  * The slice is only checked at ticks, so a grace lasts until the first tick
- * after it is used up: grace_ns rounded up to the tick (4 ms at HZ=250).
+ * after it is used up: grace_ns rounded up to the tick.
  *
  * Ending the grace with the section (what Linux's proposed rseq time slice
  * extension does): granting a grace sets grace_pending in the task's own
  * slot. The library, leaving the outermost section, sees it, clears it and
- * calls sched_yield(): the CPU goes back outside the section, instead of
- * wherever the grace happens to run out (before, that was about as often
- * inside a section as the task is in sections at all). That yield is
- * ops.yield's: a registered thread goes behind every task waiting on the
- * CPU (yield_behind_all), so the tasks the grace held up run first. It
- * ends the grace (hc->grace_pending) and, outside any section, counts as
- * nr_grace_yielded; ops.stopping clears the flag of a grace that ended any
- * other way. Only hc->grace_pending, in task storage, says a grace is
- * pending: a process that writes the slot's flag, or never clears it, only
- * makes its own library yield, and graces stay bounded as above. The
- * scheduler writes no slot but that of the task it is ticking, yielding or
- * stopping, found through the kernel's tgid and pid like every read.
+ * calls sched_yield(), so the CPU is given back outside the section rather
+ * than wherever the grace runs out, which is inside a section as often as
+ * the task is in one. That yield is ops.yield's: a registered thread goes
+ * behind every task waiting on the CPU (yield_behind_all), so the tasks the
+ * grace held up run first. It ends the grace (hc->grace_pending) and,
+ * outside any section, counts as nr_grace_yielded; ops.stopping clears the
+ * flag of a grace that ended any other way. Only hc->grace_pending, in task
+ * storage, says a grace is pending: a process that writes the slot's flag,
+ * or never clears it, only makes its own library yield, and graces stay
+ * bounded as above. The scheduler writes no slot but that of the task it
+ * is ticking, yielding or stopping, found through the kernel's tgid and pid
+ * like every read.
  *
  * Observe mode (hint_observe, the loader's --hints-observe): processes
  * register and their slots are read exactly as with hints on, but only to
- * count (nr_cs_preempted, nr_cs_yielded, nr_hint_malformed), so the lock-holder
- * preemptions of a hints-off run can be counted by the same code as those
- * of a hints-on run. Every decision a slot could change is gated on it:
- * the grace (wsched_hint_tick), the thief's short slice and worker
- * preference with its choice of a thief outside any section to preempt
- * (hint_state(), their only source of a state), thief demotion
- * (wsched_hint_stopping's return) and the hint-slot sched_yield() paths,
- * yield_to_tid and yield-to-all (hint_slot_acting() in ops.yield). A
- * directed yield through wsched.ko (ops.yield with a target) reads no slot
- * and is not affected.
+ * count (nr_cs_preempted, nr_cs_yielded, nr_hint_malformed), so that
+ * hints-off and hints-on runs count lock-holder preemptions with the same
+ * code. Every decision a slot could change is gated on it: the grace
+ * (wsched_hint_tick), the thief's short slice and worker preference with
+ * its choice of a thief outside any section to preempt (hint_state(),
+ * their only source of a state), thief demotion (wsched_hint_stopping's
+ * return) and the hint-slot sched_yield() paths, yield_to_tid and
+ * yield-to-all (the acting slot in ops.yield). A directed yield through
+ * wsched.ko (ops.yield with a target) reads no slot and is not affected.
  */
 #ifndef __SCX_WSCHED_HINT_BPF_H
 #define __SCX_WSCHED_HINT_BPF_H
@@ -82,11 +81,10 @@ struct ws_hint_slot hint_slot_btf_anchor;
  * insert and delete (bss, mapped by the loader; never written here). While
  * it is 0 no task has a slot, and every hint path returns before its task
  * storage and hint_procs lookups: ops.stopping, ops.enqueue and ops.tick of
- * a machine where no process registered pay one load for hints (under TCG
- * ops.stopping took 1.8-1.9 us per call with these lookups and its own task
- * storage, 0.7-0.8 without). Racy by design: a
- * process seen a moment late or early behaves as unregistered for that
- * moment, which is always allowed.
+ * a machine where no process registered pay one load for hints instead of
+ * lookups that would dominate their cost. Racy by design: a process seen a
+ * moment late or early behaves as unregistered for that moment, which is
+ * always allowed.
  */
 volatile u32 hint_procs_live;
 
@@ -183,8 +181,7 @@ static __always_inline u32 ns_tid_of_pid(struct task_struct *p, u32 pid)
  * The slot owned by @tid in the slot array @slots, or NULL. Probes the
  * cached index (the last slot found, or an announced one), then the
  * WS_HINT_PROBE slots from tid % WS_HINT_NR_SLOTS; the first slot owned by
- * @tid wins. A slot owned by @tid with a wrong ABI
- * version is malformed.
+ * @tid wins. A slot owned by @tid with a wrong ABI version is malformed.
  */
 static __always_inline struct ws_hint_slot *slot_of_tid(void *slots, u32 tid, struct hint_ctx *hc)
 {
@@ -369,11 +366,11 @@ static __always_inline void hint_grace_end(struct hint_ctx *hc, struct ws_hint_s
 /*
  * Thief demotion: a registered thread whose slot says THIEF (a pool worker
  * looking for work to steal) is charged WS_THIEF_CHARGE times its run time
- * in vtime (wsched_stopping) and gets a short slice (thief_slice(), wsched_enqueue):
- * it runs after the tasks waiting with it, among them its own process's
- * workers that hold work, and gives the CPU back soon. A thread that lies
- * (says WORKER while it spins) is only treated like any task: the state can
- * cost a process CPU, never gain it any.
+ * in vtime (wsched_stopping) and gets a short slice (thief_slice(),
+ * wsched_enqueue): it runs after the tasks waiting with it, among them its
+ * own process's workers that hold work, and gives the CPU back soon. A
+ * thread that lies (says WORKER while it spins) is only treated like any
+ * task: the state can cost a process CPU, never gain it any.
  */
 #define WS_THIEF_CHARGE	4
 
@@ -392,9 +389,9 @@ static __always_inline u32 hint_state(struct task_struct *p)
 
 /*
  * Is thread @tid (its id in its own PID namespace) of the process whose
- * slot array is @slots a thief outside
- * any critical section right now? (Worker preference: only such a thread
- * may be preempted for a worker of its own process.)
+ * slot array is @slots a thief outside any critical section right now?
+ * (Worker preference: only such a thread may be preempted for a worker of
+ * its own process.)
  */
 static __always_inline bool tid_is_idle_thief(void *slots, u32 tid)
 {
