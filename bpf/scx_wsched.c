@@ -304,8 +304,8 @@ static const char *exit_kind_name(int kind)
 	}
 }
 
-/* --verbose: what the verifier processed for each program (its time goes
- * with this count; in the TCG lab guest a load took 40-60 s). */
+/* --verbose: what the verifier processed for each program; a load's time
+ * grows with this count. */
 static void print_verified(struct bpf_object *obj)
 {
 	struct bpf_program *p;
