@@ -17,21 +17,19 @@
  * connection can be accepted long after its process exited and was reaped
  * (the socket handed to another process, the loader busy or stopped), when
  * the number may name someone else. So the server refuses a connection
- * whose pidfd cannot be had or already polls readable (the process
- * exited) before it uses the tgid for anything, even to replace an older
- * connection's entry, and checks the pidfd again after inserting the
- * entry (deleting it if the process exited meanwhile). After that, the
- * entry goes with the
- * process: a tgid is reused only after its process was reaped, which is
- * after its pidfd became readable; each poll round handles those events
- * before it accepts new connections, so a later registration of the reused
- * number is never met by the old entry, and a new connection for a tgid
+ * whose pidfd cannot be had or already polls readable (the process exited)
+ * before it uses the tgid for anything, even to replace an older
+ * connection's entry, and checks the pidfd again after inserting the entry
+ * (deleting it if the process exited meanwhile). After that the entry goes
+ * with the process: a tgid is reused only after its process was reaped,
+ * which is after its pidfd became readable; each poll round handles those
+ * events before it accepts new connections, so a later registration of the
+ * reused number never meets the old entry; and a new connection for a tgid
  * that still has an entry replaces it (closing the old connection), so a
- * late event of the old one cannot delete the new entry. What remains is
- * the time between a process's exit and the poll round that sees it: a
- * new process given the same number within it (the kernel hands out pids
- * cyclically, so only after the whole pid space was used) would be
- * described by the old array until then.
+ * late event of the old one cannot delete the new entry. Accepted: between
+ * a process's exit and the poll round that sees it, a new process given
+ * the same number (pids are handed out cyclically, so only after the whole
+ * pid space was used) is described by the old array.
  *
  * Single-threaded: everything runs in the loader's main loop.
  */
