@@ -63,7 +63,7 @@ struct ws_hint_slot {
 };
 
 /*
- * ws_hint_slot.flags. 0 is what a slot meant before flags existed.
+ * ws_hint_slot.flags, set by the owner; 0 keeps every default behaviour.
  * YIELD_PLAIN: the owner's sched_yield() always has its plain meaning (the
  * head of its CPU's deque runs next), never the yield-to-all a registered
  * thread's yield outside every critical section otherwise gets.
