@@ -786,29 +786,27 @@ static __always_inline void wake_credit(struct task_struct *p, s32 cpu)
 
 /*
  * What ops.enqueue needs to know about @cpu, the owner of the deque it is
- * about to insert into (the CPU whose rq it holds locked):
+ * about to insert into, whose rq lock it holds:
  *
- * WS_OWNER_BUSY: it runs a task and is not inside a dispatch, so it will run
- * ops.dispatch before it can go idle: its idle kick can be skipped.
+ * WS_OWNER_BUSY: it runs a task outside a dispatch, so it runs ops.dispatch
+ * before it can go idle: no kick needed.
  *
- * WS_OWNER_IDLE: it runs its idle task and is not inside a dispatch. For a
- * wakeup the kernel reschedules it itself right after ops.enqueue
- * (ttwu_do_activate() -> wakeup_preempt(): a sched_ext task outranks the
- * idle class), so a kick would only add an irq_work self-IPI and a second
- * IPI. And a task that only its owner may run, arriving at an empty deque,
- * can go straight to the owner's local DSQ: it would be the owner's next
- * task anyway.
+ * WS_OWNER_IDLE: it runs its idle task outside a dispatch. For a wakeup the
+ * kernel reschedules it right after ops.enqueue (ttwu_do_activate() ->
+ * wakeup_preempt(): a sched_ext task outranks the idle class), so a kick
+ * would only add an irq_work self-IPI and a second IPI; and a task only the
+ * owner may run, arriving at an empty deque, can go straight to the owner's
+ * local DSQ, being its next task anyway.
  *
  * WS_OWNER_UNKNOWN: inside a dispatch (which may drop the lock and then find
  * nothing), or the rq cannot be read: kick.
  *
- * This is the kernel's own test (can_skip_idle_kick()), made here because
- * ops.enqueue holds @cpu's rq lock, so the rq is stable; scx_bpf_kick_cpu()
- * makes it only under a trylock of that rq, which always fails for the
- * lock's holder, so each such kick would be an irq_work self-IPI that finds
- * @cpu busy. Older kernels name the flag SCX_RQ_IN_BALANCE (both are tested
- * where they exist); without either, or without the kfuncs, the answer is
- * WS_OWNER_UNKNOWN and the kick is made.
+ * This is the kernel's can_skip_idle_kick(), made here on the stable,
+ * locked rq: scx_bpf_kick_cpu() makes it only under a trylock of that rq,
+ * which always fails for the lock's holder, so its kick would be a
+ * self-IPI that finds @cpu busy. Kernels before 6.18 name the flag
+ * SCX_RQ_IN_BALANCE (both are tested where they exist); without either, or
+ * without the kfuncs, the answer is WS_OWNER_UNKNOWN.
  */
 enum ws_owner { WS_OWNER_UNKNOWN, WS_OWNER_BUSY, WS_OWNER_IDLE };
 
