@@ -10,9 +10,12 @@
 #
 # Each part adds its own rules in a fragment included below:
 #   userspace/userspace.mk, bpf/bpf.mk, kmod/kmod.mk, tests/tests.mk
-# and appends to ALL (what `make` builds), NATIVE_TESTS (test programs that
-# need no kernel support) and GUEST_TESTS (tests that need root on a sched_ext
-# kernel: run in the lab guest).
+# and appends to ALL (what `make` builds: what `make install` installs, and
+# nothing that needs a test-only package such as the kselftest headers,
+# Relacy or valgrind), CHECK_BUILD (the tests and benchmark helpers that
+# `make check-build` adds, and `make check` builds), NATIVE_TESTS (test
+# programs that need no kernel support) and GUEST_TESTS (tests that need root
+# on a sched_ext kernel: run in the lab guest).
 
 TOP   := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 BUILD := $(TOP)/build
@@ -58,7 +61,7 @@ LAB_TIMEOUT ?= 3000
 
 # Targets that run in the lab rootfs (chroot) and those that need the lab
 # guest (a running sched_ext kernel), when LAB=1.
-EXEC_TARGETS := all test-native stress-native bench-lib
+EXEC_TARGETS := all check-build test-native stress-native bench-lib
 GUEST_TARGETS := test-guest stress-guest bench-sched bench-coop
 .PHONY: $(EXEC_TARGETS) $(GUEST_TARGETS) check run help clean lab-setup lab-shell stress bench
 
@@ -66,7 +69,8 @@ help:
 	@echo 'wsched: a work-stealing system for Linux (README.md)'
 	@echo
 	@echo 'targets:'
-	@echo '  all          build everything under build/ (the default)'
+	@echo '  all          build what make install installs, under build/ (the default)'
+	@echo '  check-build  build everything: all, the tests and the benchmark helpers'
 	@echo '  check        build, run the unit tests natively and the integration'
 	@echo '               tests in the lab guest; last line: N passed, N failed, N skipped'
 	@echo '  run          boot the lab and show its state with a demo workload'
@@ -114,7 +118,7 @@ $(EXEC_TARGETS):
 # then repeat from run to run.
 $(GUEST_TARGETS):
 	$(Q)$(LABSH) setup --no-update --quiet $(if $(KERNEL),--kernel $(KERNEL))
-	$(Q)$(LABSH) exec -- $(MAKE) LAB=0 all
+	$(Q)$(LABSH) exec -- $(MAKE) LAB=0 check-build
 	$(Q)$(if $(filter bench-sched,$@),WSCHED_LAB_TCG=$${WSCHED_LAB_TCG:-icount}) \
 		$(LABSH) run --cpus $(if $(filter stress-guest,$@),$(STRESS_CPUS),$(LAB_CPUS)) \
 		--timeout $(LAB_TIMEOUT) -- $(MAKE) LAB=0 $@
@@ -132,6 +136,7 @@ WARNINGS := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes
 BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARNINGS) $(CFLAGS)
 
 ALL :=
+CHECK_BUILD :=
 NATIVE_TESTS :=
 GUEST_TESTS :=
 
@@ -139,6 +144,8 @@ include $(wildcard $(TOP)/userspace/userspace.mk $(TOP)/bpf/bpf.mk \
 		   $(TOP)/kmod/kmod.mk $(TOP)/tests/tests.mk)
 
 all: $(ALL)
+
+check-build: $(ALL) $(CHECK_BUILD)
 
 test-native: $(NATIVE_TESTS)
 	$(Q)$(TOP)/tests/run-tests --suite native $(NATIVE_TESTS)

@@ -62,7 +62,7 @@ scx-inc-check:
 # `make bench-sched` only (never copied into the tree).
 SCX_SIMPLE_SRC := $(KSRC)/tools/sched_ext
 SCX_SIMPLE     := $(BUILD)/bench/scx_simple
-ALL += $(SCX_SIMPLE)
+CHECK_BUILD += $(SCX_SIMPLE)
 
 $(BUILD)/bench/scx_simple.bpf.o: $(SCX_SIMPLE_SRC)/scx_simple.bpf.c $(VMLINUX_H) | scx-inc-check
 	$(call msg,CLANG-BPF,$@)

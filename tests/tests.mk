@@ -16,7 +16,7 @@ TESTS_GUEST_SRC  := $(wildcard $(TOP)/tests/guest/*.c)
 TESTS_NATIVE_BIN := $(patsubst $(TOP)/tests/native/%.c,$(BUILD)/tests/native/%,$(TESTS_NATIVE_SRC))
 TESTS_GUEST_BIN  := $(patsubst $(TOP)/tests/guest/%.c,$(BUILD)/tests/guest/%,$(TESTS_GUEST_SRC))
 
-ALL          += $(TESTS_NATIVE_BIN) $(TESTS_GUEST_BIN)
+CHECK_BUILD  += $(TESTS_NATIVE_BIN) $(TESTS_GUEST_BIN)
 NATIVE_TESTS += $(TESTS_NATIVE_BIN)
 GUEST_TESTS  += $(TESTS_GUEST_BIN)
 

@@ -17,9 +17,11 @@
 #   build/lib/libwsched-preload.so, build/bin/wsched-run  cooperation for
 #                                                    unmodified programs
 #   build/tests/native/preload_test                  their test
-# All tests go into NATIVE_TESTS; `make stress-native` adds the long stress
-# runs (ws-stress), `make bench-lib` runs every wsbench benchmark
-# (wsbench-all). See userspace/README.md.
+# `make` builds the library, wsbench, the preload and wsched-run; the tests
+# and benchmark helpers are in CHECK_BUILD, and every test goes into
+# NATIVE_TESTS. `make stress-native` adds the long stress runs (ws-stress),
+# `make bench-lib` runs every wsbench benchmark (wsbench-all). See
+# userspace/README.md.
 
 WS_DIR        := $(TOP)/userspace
 WS_LIB_SRC    := $(wildcard $(WS_DIR)/lib/*.c)
@@ -100,8 +102,9 @@ $(WS_RELACY_WDQ): $(WS_DIR)/tests/relacy_wdeque.cpp $(WS_DIR)/tests/relacy_shim.
 	$(Q)$(CXX) -std=gnu++14 -fno-sized-deallocation -O1 -g -w -I$(WS_DIR)/lib -I$(WS_DIR)/include -I$(WS_DIR)/tests \
 	  -o $@ $< $(LDFLAGS)
 
-ALL += $(WS_NORM_LIB) $(WS_SO) $(WS_NORM_TESTS) $(WS_TSAN_TESTS) $(WS_ASAN_TESTS) \
-       $(WS_VG_TESTS) $(WS_RELACY) $(WS_RELACY_WDQ)
+ALL += $(WS_NORM_LIB) $(WS_SO)
+CHECK_BUILD += $(WS_NORM_TESTS) $(WS_TSAN_TESTS) $(WS_ASAN_TESTS) $(WS_VG_TESTS) \
+	       $(WS_RELACY) $(WS_RELACY_WDQ)
 NATIVE_TESTS += $(WS_NORM_TESTS) $(WS_RELACY) $(WS_RELACY_WDQ) $(WS_TSAN_TESTS) $(WS_ASAN_TESTS) \
 		$(WS_VG_TESTS)
 
@@ -163,7 +166,7 @@ $(WS_CLI_TEST): $(WS_DIR)/tests/wsbench_cli.sh $(WSBENCH)
 	$(Q)mkdir -p $(@D)
 	$(Q)printf '#!/bin/sh\nexec %s %s\n' $(WS_DIR)/tests/wsbench_cli.sh $(WSBENCH) >$@
 	$(Q)chmod +x $@
-ALL += $(WS_CLI_TEST)
+CHECK_BUILD += $(WS_CLI_TEST)
 NATIVE_TESTS += $(WS_CLI_TEST)
 
 # wsbench-llvm: the same driver built with clang, so that its "omp" runtime
@@ -180,7 +183,7 @@ $(WSBENCH_LLVM): $(WS_BENCH_LLVM_SRC) $(WS_BENCH_DIR)/bench.h $(WS_BENCH_DIR)/be
 	$(Q)$(CLANG_CC) -std=gnu11 -D_GNU_SOURCE $(CFLAGS) -Wno-unknown-pragmas -fopenmp \
 	  -I$(WS_DIR)/include -I$(WS_BENCH_DIR) -DWSBENCH_NO_TBB -DWSBENCH_OMP_NAME='"omp-llvm"' \
 	  -o $@ $(WS_BENCH_LLVM_SRC) $(WS_NORM_LIB) -pthread -lm $(LDFLAGS)
-ALL += $(WSBENCH_LLVM)
+CHECK_BUILD += $(WSBENCH_LLVM)
 endif
 
 # `make bench-lib`: every benchmark on every runtime at 1 and 2 workers (and
@@ -238,7 +241,8 @@ $(WS_UNMOD): $(WS_DIR)/bench/unmod.cpp
 	  $(if $(filter 1,$(WS_HAVE_TBB)),,-DUNMOD_NO_TBB) -o $@ $< \
 	  $(if $(filter 1,$(WS_HAVE_TBB)),-ltbb) -ldl $(LDFLAGS)
 
-ALL += $(WS_PRELOAD_SO) $(WSCHED_RUN) $(WS_PRELOAD_COST) $(WS_UNMOD)
+ALL += $(WS_PRELOAD_SO) $(WSCHED_RUN)
+CHECK_BUILD += $(WS_PRELOAD_COST) $(WS_UNMOD)
 
 # preload_test: libwsched-preload.so and wsched-run against a fake loader.
 # Built without libwsched (like the programs wsched-run is for), with
@@ -268,5 +272,5 @@ $(WS_PRELOAD_PLUGIN): $(WS_DIR)/tests/preload_plugin.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -fPIC -shared -fopenmp -o $@ $< $(LDFLAGS)
 $(WS_PRELOAD_TEST): $(WS_PRELOAD_DLOPEN) $(WS_PRELOAD_PLUGIN)
-ALL += $(WS_PRELOAD_TEST) $(WS_PRELOAD_STATIC) $(WS_PRELOAD_DLOPEN) $(WS_PRELOAD_PLUGIN)
+CHECK_BUILD += $(WS_PRELOAD_TEST) $(WS_PRELOAD_STATIC) $(WS_PRELOAD_DLOPEN) $(WS_PRELOAD_PLUGIN)
 NATIVE_TESTS += $(WS_PRELOAD_TEST)
