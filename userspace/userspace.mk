@@ -2,7 +2,8 @@
 #
 # libwsched, its tests and wsbench (included by the top-level Makefile).
 #
-#   build/lib/libwsched.a, build/lib/libwsched.so   the library
+#   build/lib/libwsched.a, build/lib/libwsched.so.$(WS_VERSION)  the library,
+#   build/lib/libwsched.so.0, build/lib/libwsched.so               and links
 #   build/bin/wsbench                                the benchmark tool
 #   build/tests/native/ws_*_test                     tests, normal build
 #   build/tsan/tests/ws_*_test-tsan                  ThreadSanitizer build
@@ -67,10 +68,29 @@ $(eval $(call ws_variant,NORM,,lib,$(BUILD)/tests/native,))
 $(eval $(call ws_variant,TSAN,$(WS_TSAN_FLAGS) -O1,tsan/lib,$(BUILD)/tsan/tests,-tsan))
 $(eval $(call ws_variant,ASAN,$(WS_ASAN_FLAGS) -O1,asan/lib,$(BUILD)/asan/tests,-asan))
 
-WS_SO := $(BUILD)/lib/libwsched.so
-$(WS_SO): $(WS_NORM_OBJ)
+# libwsched's version, MAJOR.MINOR.PATCH. MAJOR is the SONAME's number
+# (libwsched.so.MAJOR) and changes with any incompatible change of the ABI,
+# which includes the struct layouts and inline functions of the public
+# headers (wsched/task.h, wsched/wdeque_impl.h), not only the functions;
+# MINOR changes when symbols or features are added, PATCH for anything
+# else. The file is libwsched.so.MAJOR.MINOR.PATCH, libwsched.so.MAJOR
+# (what programs load) and libwsched.so (what -lwsched finds) link to it.
+WS_VERSION    := 0.1.0
+WS_SONAME     := libwsched.so.$(firstword $(subst ., ,$(WS_VERSION)))
+WS_SO_REAL    := $(BUILD)/lib/libwsched.so.$(WS_VERSION)
+WS_SO_MAJOR   := $(BUILD)/lib/$(WS_SONAME)
+WS_SO         := $(BUILD)/lib/libwsched.so
+WS_MAP        := $(WS_DIR)/lib/libwsched.map
+$(WS_SO_REAL): $(WS_NORM_OBJ) $(WS_MAP)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -shared -pthread -o $@ $^ $(LDFLAGS)
+	$(Q)$(CC) -shared -pthread -Wl,-soname,$(WS_SONAME) -Wl,--version-script=$(WS_MAP) \
+	  -Wl,-z,defs -o $@ $(WS_NORM_OBJ) $(LDFLAGS)
+$(WS_SO_MAJOR): $(WS_SO_REAL)
+	$(call msg,LN,$@)
+	$(Q)ln -sfn $(notdir $<) $@
+$(WS_SO): $(WS_SO_MAJOR)
+	$(call msg,LN,$@)
+	$(Q)ln -sfn $(notdir $<) $@
 
 # Valgrind (memcheck, leak check) over the normal test binaries, smaller.
 WS_VG_TESTS := $(patsubst %,$(BUILD)/tests/valgrind/%-valgrind,$(WS_TEST_NAMES))
@@ -102,7 +122,7 @@ $(WS_RELACY_WDQ): $(WS_DIR)/tests/relacy_wdeque.cpp $(WS_DIR)/tests/relacy_shim.
 	$(Q)$(CXX) -std=gnu++14 -fno-sized-deallocation -O1 -g -w -I$(WS_DIR)/lib -I$(WS_DIR)/include -I$(WS_DIR)/tests \
 	  -o $@ $< $(LDFLAGS)
 
-ALL += $(WS_NORM_LIB) $(WS_SO)
+ALL += $(WS_NORM_LIB) $(WS_SO_REAL) $(WS_SO_MAJOR) $(WS_SO)
 CHECK_BUILD += $(WS_NORM_TESTS) $(WS_TSAN_TESTS) $(WS_ASAN_TESTS) $(WS_VG_TESTS) \
 	       $(WS_RELACY) $(WS_RELACY_WDQ)
 NATIVE_TESTS += $(WS_NORM_TESTS) $(WS_RELACY) $(WS_RELACY_WDQ) $(WS_TSAN_TESTS) $(WS_ASAN_TESTS) \
