@@ -63,7 +63,8 @@ LAB_TIMEOUT ?= 3000
 # guest (a running sched_ext kernel), when LAB=1.
 EXEC_TARGETS := all check-build test-native stress-native bench-lib
 GUEST_TARGETS := test-guest stress-guest bench-sched bench-coop
-.PHONY: $(EXEC_TARGETS) $(GUEST_TARGETS) check run help clean lab-setup lab-shell stress bench
+.PHONY: $(EXEC_TARGETS) $(GUEST_TARGETS) check run help clean lab-setup lab-shell stress bench \
+	install uninstall
 
 help:
 	@echo 'wsched: a work-stealing system for Linux (README.md)'
@@ -80,13 +81,17 @@ help:
 	@echo '  bench        benchmarks printing JSON lines (bench-lib, bench-sched, bench-coop)'
 	@echo '  lab-setup    create or update the cached lab rootfs (scripts/lab setup)'
 	@echo '  lab-shell    an interactive shell in the lab rootfs (chroot)'
+	@echo '  install      install what all builds (PREFIX, DESTDIR; README.md "Install")'
+	@echo '  uninstall    remove what install installed (the same variables)'
 	@echo '  clean        remove build/'
 	@echo
 	@echo 'variables: LAB=auto|0|1 (build in the lab rootfs), V=1 (verbose),'
 	@echo '  KERNEL=default|sid|debian-6.12|ubuntu-6.14|ubuntu-6.17|ubuntu-7.0 (the kernel the lab guest boots),'
 	@echo '  LAB_CPUS (vCPUs of the guest, default 4; STRESS_CPUS for stress-guest, 16),'
 	@echo '  KDIR (kernel build dir, default /lib/modules/$$(uname -r)/build),'
-	@echo '  CC, CLANG, BPFTOOL, KSFT_INC (kselftest harness headers)'
+	@echo '  CC, CLANG, BPFTOOL, KSFT_INC (kselftest harness headers),'
+	@echo '  PREFIX (default /usr/local), DESTDIR, BINDIR, SBINDIR, LIBDIR, INCLUDEDIR,'
+	@echo '  MANDIR, PKGCONFIGDIR, UDEVRULESDIR, ... (install; README.md "Install")'
 
 check:
 	$(Q)$(TOP)/scripts/check
@@ -123,6 +128,12 @@ $(GUEST_TARGETS):
 		$(LABSH) run --cpus $(if $(filter stress-guest,$@),$(STRESS_CPUS),$(LAB_CPUS)) \
 		--timeout $(LAB_TIMEOUT) -- $(MAKE) LAB=0 $@
 
+# What the lab builds links against the lab rootfs's libraries (libbpf,
+# glibc), not this host's: installing it here would give broken programs.
+install uninstall:
+	@echo "make $@: this host has no sched_ext, so make builds in the lab rootfs" \
+	  "(LAB=1); install from a native build: make LAB=0 && make LAB=0 $@" >&2; exit 1
+
 else
 # ---------------------------------------------------------------- native
 CC       ?= cc
@@ -140,10 +151,99 @@ CHECK_BUILD :=
 NATIVE_TESTS :=
 GUEST_TESTS :=
 
+# Installation directories: the GNU names, in upper case. DESTDIR is
+# prepended to each at install time only (staged installs); the others are
+# the final paths, compiled into wsched-run and written into libwsched.pc,
+# so they must be absolute. udev reads /usr/local/lib/udev/rules.d as well
+# as /usr/lib/udev/rules.d, hence PREFIX/lib, not LIBDIR (which may be a
+# multiarch directory). SYSCONFDIR and SYSTEMDUNITDIR are for the systemd
+# unit and its defaults file, which no fragment installs yet: the fragment
+# that adds them appends them to INSTALL_FILES.
+PREFIX         ?= /usr/local
+EXEC_PREFIX    ?= $(PREFIX)
+BINDIR         ?= $(EXEC_PREFIX)/bin
+SBINDIR        ?= $(EXEC_PREFIX)/sbin
+LIBDIR         ?= $(EXEC_PREFIX)/lib
+PKGLIBDIR      ?= $(LIBDIR)/wsched
+INCLUDEDIR     ?= $(PREFIX)/include
+DATAROOTDIR    ?= $(PREFIX)/share
+MANDIR         ?= $(DATAROOTDIR)/man
+PKGCONFIGDIR   ?= $(LIBDIR)/pkgconfig
+UDEVRULESDIR   ?= $(PREFIX)/lib/udev/rules.d
+SYSCONFDIR     ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+INSTALL        ?= install
+INSTALL_DIR_VARS := PREFIX EXEC_PREFIX BINDIR SBINDIR LIBDIR PKGLIBDIR INCLUDEDIR DATAROOTDIR \
+		    MANDIR PKGCONFIGDIR UDEVRULESDIR SYSCONFDIR SYSTEMDUNITDIR
+# One absolute path: one word, a leading /, no ':' (the separator of
+# INSTALL_FILES below).
+install_path_ok = $(and $(filter 1,$(words $(1))),$(filter /%,$(1)),$(if $(findstring :,$(1)),,1))
+$(foreach v,$(INSTALL_DIR_VARS),$(if $(call install_path_ok,$($(v))),,\
+  $(error $(v) must be an absolute path without spaces or ':', not '$($(v))')))
+$(if $(DESTDIR),$(if $(call install_path_ok,$(DESTDIR)),,\
+  $(error DESTDIR must be empty or an absolute path without spaces or ':', not '$(DESTDIR)')))
+
+# What `make install` installs, appended to by the fragments:
+#   INSTALL_FILES     MODE:SOURCE:DESTINATION (an installation path)
+#   INSTALL_LINKS     TARGET:DESTINATION (a symbolic link)
+#   INSTALL_OWN_DIRS  directories only wsched's files use, removed by
+#                     uninstall when it leaves them empty
+# `make uninstall` removes exactly these, so it must be given the same
+# variables (PREFIX, LIBDIR, ...) as the install was.
+INSTALL_FILES :=
+INSTALL_LINKS :=
+INSTALL_OWN_DIRS :=
+
+# Files whose contents depend on the installation directories (the
+# installed wsched-run, libwsched.pc) are built into INSTALL_STAGE and
+# depend on INSTALL_PATHS, which changes only when those directories do.
+INSTALL_STAGE := $(BUILD)/install
+INSTALL_PATHS := $(INSTALL_STAGE)/paths
+
 include $(wildcard $(TOP)/userspace/userspace.mk $(TOP)/bpf/bpf.mk \
 		   $(TOP)/kmod/kmod.mk $(TOP)/tests/tests.mk)
 
 all: $(ALL)
+
+.PHONY: FORCE
+FORCE:
+
+$(INSTALL_PATHS): FORCE
+	$(Q)mkdir -p $(@D)
+	$(Q)printf '%s\n' $(foreach v,$(INSTALL_DIR_VARS),'$(v)=$($(v))') >$@.tmp
+	$(Q)if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+
+# The dynamic linker's cache is refreshed after a real install (no
+# DESTDIR) as root, so that programs find libwsched.so.0 in LIBDIR at once.
+install_ldconfig = $(if $(DESTDIR),,if [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then \
+	ldconfig; fi)
+
+install: all
+	$(Q)set -e; for e in $(INSTALL_FILES); do \
+		IFS=: read -r mode src dst <<<"$$e"; \
+		$(if $(Q),printf '  %-9s %s\n' INSTALL "$(DESTDIR)$$dst";) \
+		$(INSTALL) -D -m "$$mode" "$$src" "$(DESTDIR)$$dst"; \
+	done; \
+	for e in $(INSTALL_LINKS); do \
+		IFS=: read -r target dst <<<"$$e"; \
+		$(if $(Q),printf '  %-9s %s -> %s\n' LN "$(DESTDIR)$$dst" "$$target";) \
+		mkdir -p "$(DESTDIR)$${dst%/*}"; \
+		ln -sfn "$$target" "$(DESTDIR)$$dst"; \
+	done
+	$(Q)$(install_ldconfig)
+
+uninstall:
+	$(Q)set -e; for e in $(INSTALL_FILES) $(INSTALL_LINKS); do \
+		dst=$${e##*:}; \
+		if [ -e "$(DESTDIR)$$dst" ] || [ -L "$(DESTDIR)$$dst" ]; then \
+			$(if $(Q),printf '  %-9s %s\n' RM "$(DESTDIR)$$dst";) \
+			rm -f "$(DESTDIR)$$dst"; \
+		fi; \
+	done; \
+	for d in $(INSTALL_OWN_DIRS); do \
+		if [ -d "$(DESTDIR)$$d" ]; then rmdir --ignore-fail-on-non-empty "$(DESTDIR)$$d"; fi; \
+	done
+	$(Q)$(install_ldconfig)
 
 check-build: $(ALL) $(CHECK_BUILD)
 

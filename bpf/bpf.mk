@@ -30,6 +30,8 @@ BPF_SKEL    := $(patsubst $(TOP)/bpf/%.bpf.c,$(BUILD)/include/%.skel.h,$(BPF_SRC
 BPF_LOADERS := $(patsubst $(TOP)/bpf/%.c,$(BUILD)/bin/%,$(filter-out %.bpf.c,$(wildcard $(TOP)/bpf/*.c)))
 
 ALL += $(VMLINUX_H) $(BPF_OBJ) $(BPF_SKEL) $(BPF_LOADERS)
+# The loaders carry their BPF object in the skeleton: only they are installed.
+INSTALL_FILES += $(foreach l,$(BPF_LOADERS),755:$(l):$(SBINDIR)/$(notdir $(l)))
 
 $(VMLINUX_H):
 	$(Q)test -n "$(VMLINUX_BTF)" || { echo "make: no kernel BTF found (looked for" \

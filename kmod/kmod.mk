@@ -29,6 +29,10 @@ ALL += kmod-skip
 endif
 CHECK_BUILD += $(KMOD_KO)
 
+# make install installs the udev rule for /dev/wsched; the module itself is
+# installed with DKMS or make -C kmod install (kmod/README.md).
+INSTALL_FILES += 644:$(TOP)/kmod/70-wsched.rules:$(UDEVRULESDIR)/70-wsched.rules
+
 .PHONY: kmod-skip
 kmod-skip:
 	@echo "make: no kernel build directory at KDIR=$(KDIR): wsched.ko not built" \

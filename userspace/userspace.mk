@@ -224,12 +224,15 @@ wsbench-all: $(WSBENCH) $(WSBENCH_LLVM) $(WS_PRELOAD_COST) $(WS_PRELOAD_SO)
 # ---------------------------------------------------------------- wsched-run
 # libwsched-preload.so (preload/preload.c plus lib/hint.c: registration and
 # critical sections for programs not built against libwsched) and
-# wsched-run, which runs a program with it. WSCHED_PRELOAD_DEFAULT is where
-# wsched-run looks when no ../lib/ beside it holds the library.
+# wsched-run, which runs a program with it. build/bin/wsched-run finds the
+# preload in ../lib/ beside itself; the wsched-run that make install installs
+# (built into INSTALL_STAGE) has the installed preload's path compiled in
+# instead, WSCHED_PRELOAD_INSTALLED, so that no stray ../lib/ copy is used.
 WS_PRELOAD_DIR := $(WS_DIR)/preload
 WS_PRELOAD_SO  := $(BUILD)/lib/libwsched-preload.so
 WSCHED_RUN     := $(BUILD)/bin/wsched-run
-WSCHED_PRELOAD_DEFAULT ?= /usr/local/lib/libwsched-preload.so
+WSCHED_RUN_INSTALLED := $(INSTALL_STAGE)/wsched-run
+WSCHED_PRELOAD_INSTALLED := $(PKGLIBDIR)/libwsched-preload.so
 
 $(WS_PRELOAD_SO): $(WS_PRELOAD_DIR)/preload.c $(WS_DIR)/lib/hint.c $(WS_HDRS)
 	$(call msg,LD,$@)
@@ -240,7 +243,12 @@ $(WS_PRELOAD_SO): $(WS_PRELOAD_DIR)/preload.c $(WS_DIR)/lib/hint.c $(WS_HDRS)
 $(WSCHED_RUN): $(WS_PRELOAD_DIR)/wsched-run.c $(WS_DIR)/userspace.mk
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) -DWSCHED_PRELOAD_DEFAULT='"$(WSCHED_PRELOAD_DEFAULT)"' \
+	$(Q)$(CC) $(BASE_CFLAGS) -o $@ $< $(LDFLAGS)
+
+$(WSCHED_RUN_INSTALLED): $(WS_PRELOAD_DIR)/wsched-run.c $(WS_DIR)/userspace.mk $(INSTALL_PATHS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -DWSCHED_PRELOAD_INSTALLED='"$(WSCHED_PRELOAD_INSTALLED)"' \
 	  -o $@ $< $(LDFLAGS)
 
 # preload_cost: an uncontended lock/unlock pair, plain or preloaded
@@ -261,7 +269,7 @@ $(WS_UNMOD): $(WS_DIR)/bench/unmod.cpp
 	  $(if $(filter 1,$(WS_HAVE_TBB)),,-DUNMOD_NO_TBB) -o $@ $< \
 	  $(if $(filter 1,$(WS_HAVE_TBB)),-ltbb) -ldl $(LDFLAGS)
 
-ALL += $(WS_PRELOAD_SO) $(WSCHED_RUN)
+ALL += $(WS_PRELOAD_SO) $(WSCHED_RUN) $(WSCHED_RUN_INSTALLED)
 CHECK_BUILD += $(WS_PRELOAD_COST) $(WS_UNMOD)
 
 # preload_test: libwsched-preload.so and wsched-run against a fake loader.
@@ -294,3 +302,39 @@ $(WS_PRELOAD_PLUGIN): $(WS_DIR)/tests/preload_plugin.c
 $(WS_PRELOAD_TEST): $(WS_PRELOAD_DLOPEN) $(WS_PRELOAD_PLUGIN)
 CHECK_BUILD += $(WS_PRELOAD_TEST) $(WS_PRELOAD_STATIC) $(WS_PRELOAD_DLOPEN) $(WS_PRELOAD_PLUGIN)
 NATIVE_TESTS += $(WS_PRELOAD_TEST)
+
+# ---------------------------------------------------------------- install
+# libwsched.pc, for the installation directories. Paths under PREFIX are
+# written relative to ${prefix}, so that pkg-config --define-prefix works.
+WS_PC := $(INSTALL_STAGE)/libwsched.pc
+ws_pc_path = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+$(WS_PC): $(INSTALL_PATHS) $(WS_DIR)/userspace.mk
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)printf '%s\n' \
+	  'prefix=$(PREFIX)' \
+	  'libdir=$(call ws_pc_path,$(LIBDIR))' \
+	  'includedir=$(call ws_pc_path,$(INCLUDEDIR))' \
+	  '' \
+	  'Name: libwsched' \
+	  'Description: Work-stealing deques and a fork/join runtime that cooperate with scx_wsched' \
+	  'Version: $(WS_VERSION)' \
+	  'Cflags: -I$${includedir}' \
+	  'Libs: -L$${libdir} -lwsched' \
+	  'Libs.private: -pthread' >$@.tmp && mv $@.tmp $@
+ALL += $(WS_PC)
+
+# The public headers, all of wsched/ (task.h includes task_internal.h and
+# wdeque_impl.h); the preload in PKGLIBDIR, where only wsched-run and
+# LD_PRELOAD look for it, not the link editor.
+INSTALL_FILES += 644:$(WS_SO_REAL):$(LIBDIR)/$(notdir $(WS_SO_REAL)) \
+		 644:$(WS_NORM_LIB):$(LIBDIR)/libwsched.a \
+		 644:$(WS_PC):$(PKGCONFIGDIR)/libwsched.pc \
+		 $(foreach h,$(sort $(wildcard $(WS_DIR)/include/wsched/*.h)),\
+		   644:$(h):$(INCLUDEDIR)/wsched/$(notdir $(h))) \
+		 644:$(WS_PRELOAD_SO):$(WSCHED_PRELOAD_INSTALLED) \
+		 755:$(WSCHED_RUN_INSTALLED):$(BINDIR)/wsched-run \
+		 755:$(WSBENCH):$(BINDIR)/wsbench
+INSTALL_LINKS += $(notdir $(WS_SO_REAL)):$(LIBDIR)/$(WS_SONAME) \
+		 $(WS_SONAME):$(LIBDIR)/libwsched.so
+INSTALL_OWN_DIRS += $(INCLUDEDIR)/wsched $(PKGLIBDIR)

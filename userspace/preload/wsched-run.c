@@ -22,6 +22,19 @@
 
 #define PRELOAD_NAME "libwsched-preload.so"
 
+/*
+ * Where the preload is when neither --preload nor $WSCHED_PRELOAD says: the
+ * installed wsched-run is built with WSCHED_PRELOAD_INSTALLED, the path
+ * make install put the preload at; the build tree's looks in ../lib/ beside
+ * itself (build/bin/ and build/lib/), and an installed one never does, so
+ * that it cannot pick up a stray copy there.
+ */
+#ifdef WSCHED_PRELOAD_INSTALLED
+#define PRELOAD_DEFAULT_HELP WSCHED_PRELOAD_INSTALLED
+#else
+#define PRELOAD_DEFAULT_HELP "../lib/" PRELOAD_NAME " beside this program"
+#endif
+
 static const char *prog = "wsched-run";
 
 static void usage(FILE *f)
@@ -47,8 +60,7 @@ static void usage(FILE *f)
 "  --hint-socket PATH the loader's hint socket (default: $WSCHED_HINT_SOCKET,\n"
 "                     else /run/wsched/wsched.sock)\n"
 "  --preload PATH     the preload library (default: $WSCHED_PRELOAD, else\n"
-"                     ../lib/" PRELOAD_NAME " beside this program, else\n"
-"                     " WSCHED_PRELOAD_DEFAULT ")\n"
+"                     " PRELOAD_DEFAULT_HELP ")\n"
 "  -q, --quiet        say nothing when cooperation is unavailable\n"
 "  -h, --help         this text\n"
 "\n"
@@ -129,30 +141,33 @@ out:
 	return ret;
 }
 
-/* The preload library: --preload, $WSCHED_PRELOAD, ../lib/ beside us, or
- * the installed default. */
+/* The preload library: --preload, $WSCHED_PRELOAD, else the installed path
+ * or ../lib/ beside us (see PRELOAD_DEFAULT_HELP). */
 static char *find_preload(const char *opt)
 {
-	char self[PATH_MAX], buf[PATH_MAX + 64], *slash;
 	const char *env = getenv("WSCHED_PRELOAD");
+#ifndef WSCHED_PRELOAD_INSTALLED
+	char self[PATH_MAX], buf[PATH_MAX + 64], *slash;
 	ssize_t n;
+#endif
 
 	if (opt)
 		return strdup(opt);
 	if (env && *env)
 		return strdup(env);
+#ifdef WSCHED_PRELOAD_INSTALLED
+	return strdup(WSCHED_PRELOAD_INSTALLED);
+#else
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = 0;
-		slash = strrchr(self, '/');
-		if (slash) {
-			*slash = 0;
-			snprintf(buf, sizeof(buf), "%s/../lib/%s", self, PRELOAD_NAME);
-			if (!access(buf, R_OK))
-				return strdup(buf);
-		}
-	}
-	return strdup(WSCHED_PRELOAD_DEFAULT);
+	if (n <= 0)
+		return strdup(PRELOAD_NAME);
+	self[n] = 0;
+	slash = strrchr(self, '/');
+	if (slash)
+		*slash = 0;
+	snprintf(buf, sizeof(buf), "%s/../lib/%s", self, PRELOAD_NAME);
+	return strdup(buf);
+#endif
 }
 
 int main(int argc, char **argv)
