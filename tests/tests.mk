@@ -6,7 +6,9 @@
 #   tests/guest/*.c   kselftest-harness programs that need root on a sched_ext
 #                     kernel, run in the lab guest by `make test-guest`;
 #   tests/host/*.sh   TAP scripts that test scripts/lab itself, run on the
-#                     host by scripts/check (only when the lab is used).
+#                     host by scripts/check (only when the lab is used);
+#   tests/install_test.sh  make install and uninstall into a DESTDIR, run
+#                     by `make test-native`.
 # Other parts add their own tests to NATIVE_TESTS/GUEST_TESTS the same way.
 
 KSFT_CFLAGS = $(BASE_CFLAGS) -I$(KSFT_INC) -Wno-sign-compare
@@ -42,3 +44,14 @@ HINT_TEST := $(BUILD)/tests/guest/scx_wsched_hint
 $(HINT_TEST): $(WS_NORM_LIB) $(TOP)/bpf/scx_wsched.h $(wildcard $(TOP)/userspace/include/wsched/*.h)
 $(HINT_TEST): KSFT_CFLAGS += -I$(TOP)/bpf -I$(TOP)/userspace/include -pthread
 $(HINT_TEST): LDFLAGS += $(WS_NORM_LIB) -pthread $(LIBBPF_LIBS)
+
+# make install and uninstall (tests/install_test.sh), through a wrapper that
+# names this tree; it runs make install itself, on what make all built.
+INSTALL_TEST := $(BUILD)/tests/native/install_test
+$(INSTALL_TEST): $(TOP)/tests/install_test.sh | $(ALL)
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)printf '#!/bin/sh\nexec %s %s\n' $< $(TOP) >$@
+	$(Q)chmod +x $@
+CHECK_BUILD  += $(INSTALL_TEST)
+NATIVE_TESTS += $(INSTALL_TEST)

@@ -68,7 +68,8 @@ $(eval $(call ws_variant,NORM,,lib,$(BUILD)/tests/native,))
 $(eval $(call ws_variant,TSAN,$(WS_TSAN_FLAGS) -O1,tsan/lib,$(BUILD)/tsan/tests,-tsan))
 $(eval $(call ws_variant,ASAN,$(WS_ASAN_FLAGS) -O1,asan/lib,$(BUILD)/asan/tests,-asan))
 
-# libwsched's version, MAJOR.MINOR.PATCH. MAJOR is the SONAME's number
+# libwsched's version, MAJOR.MINOR.PATCH (the library's own, apart from
+# scx_wsched's WSCHED_VERSION in bpf/scx_wsched.h). MAJOR is the SONAME's number
 # (libwsched.so.MAJOR) and changes with any incompatible change of the ABI,
 # which includes the struct layouts and inline functions of the public
 # headers (wsched/task.h, wsched/wdeque_impl.h), not only the functions;

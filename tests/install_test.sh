@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make install and make uninstall into a DESTDIR, as a packager runs them:
+# the installed file list is exactly the expected one, with its modes;
+# libwsched.so's SONAME and links; only ws_/_ws_ symbols exported;
+# pkg-config finds libwsched with the installed paths; a program built from
+# the installed headers runs against the installed shared library, and
+# links statically with pkg-config --static; the installed wsched-run has
+# the installed preload's path compiled in; a relative PREFIX is refused;
+# uninstall removes what install installed and leaves other files in the
+# same directories alone. Needs the tree built (make all).
+# Usage: install_test.sh [top of the tree] (default: this script's tree).
+set -u
+TOP=${1:-$(dirname "$(dirname "$(readlink -f "$0")")")}
+. "$TOP/tests/tap.sh"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+D=$T/root
+VERSION=0.1.0
+
+# A make of its own: not the jobserver or the variables of a make that
+# runs this test.
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
+mk() { make -C "$TOP" LAB=0 "$@"; }
+
+tap_plan 10
+
+# Files of someone else's in the same directories: uninstall keeps them.
+mkdir -p "$D/usr/lib" "$D/usr/include"
+touch "$D/usr/lib/libother.so" "$D/usr/include/other.h"
+
+# 1. install
+mk install DESTDIR="$D" PREFIX=/usr >"$T/install.log" 2>&1
+rc=$?
+tap_result $rc "make install DESTDIR=... PREFIX=/usr succeeds" "exit $rc:" "$(tail -n 5 "$T/install.log")"
+
+# 2. exactly the expected files, links and modes
+{
+	for h in "$TOP"/userspace/include/wsched/*.h; do
+		echo "644 f /usr/include/wsched/${h##*/}"
+	done
+	for l in /usr/sbin/scx_wsched /usr/bin/wsbench /usr/bin/wsched-run; do
+		echo "755 f $l"
+	done
+	cat <<EOF
+644 f /usr/lib/libwsched.so.$VERSION
+777 l /usr/lib/libwsched.so.0
+777 l /usr/lib/libwsched.so
+644 f /usr/lib/libwsched.a
+644 f /usr/lib/pkgconfig/libwsched.pc
+644 f /usr/lib/wsched/libwsched-preload.so
+644 f /usr/lib/udev/rules.d/70-wsched.rules
+EOF
+} | sort -k3 >"$T/want"
+(cd "$D" && find . ! -type d ! -name libother.so ! -name other.h -printf '%m %y /%P\n' |
+	sort -k3) >"$T/got"
+diff -u "$T/want" "$T/got" >"$T/diff"
+tap_result $? "the installed files are exactly the expected ones, with their modes" "$(cat "$T/diff")"
+
+# 3. SONAME and links
+soname=$(readelf -d "$D/usr/lib/libwsched.so.$VERSION" 2>&1 | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+l0=$(readlink "$D/usr/lib/libwsched.so.0") l=$(readlink "$D/usr/lib/libwsched.so")
+[ "$soname" = libwsched.so.0 ] && [ "$l0" = "libwsched.so.$VERSION" ] && [ "$l" = libwsched.so.0 ]
+tap_result $? "SONAME libwsched.so.0; libwsched.so -> libwsched.so.0 -> libwsched.so.$VERSION" \
+	"SONAME '$soname', libwsched.so.0 -> '$l0', libwsched.so -> '$l'"
+
+# 4. exported symbols
+other=$(nm -D --defined-only "$D/usr/lib/libwsched.so.$VERSION" | awk '{ print $3 }' | grep -v -E '^_?ws_')
+n=$(nm -D --defined-only "$D/usr/lib/libwsched.so.$VERSION" | grep -c ' ws_pool_create$')
+[ -z "$other" ] && [ "$n" = 1 ]
+tap_result $? "libwsched.so exports ws_ and _ws_ names only" "ws_pool_create found $n times; others: $other"
+
+# 5. pkg-config
+export PKG_CONFIG_PATH=$D/usr/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$D
+export PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 PKG_CONFIG_ALLOW_SYSTEM_LIBS=1
+# (echo drops the trailing blank pkg-config prints)
+# shellcheck disable=SC2046,SC2116
+flags=$(echo $(pkg-config --cflags --libs libwsched 2>&1))
+# shellcheck disable=SC2046,SC2116
+sflags=$(echo $(pkg-config --static --libs libwsched 2>&1))
+ver=$(pkg-config --modversion libwsched 2>&1)
+[ "$flags" = "-I$D/usr/include -L$D/usr/lib -lwsched" ] && [ "$ver" = "$VERSION" ] &&
+	[ "$sflags" = "-L$D/usr/lib -lwsched -pthread" ]
+tap_result $? "pkg-config --cflags --libs libwsched names the installed directories" \
+	"--cflags --libs: '$flags'" "--static --libs: '$sflags'" "--modversion: '$ver'"
+
+# 6, 7. a program against the installed headers and libraries: deque and
+# fork/join (the inline spawn and sync call into the library).
+cat >"$T/prog.c" <<'EOF'
+#include <stdio.h>
+#include <wsched/deque.h>
+#include <wsched/pool.h>
+#include <wsched/task.h>
+
+struct fib { int n; long r; };
+
+static int fib_task(struct ws_worker *w, void *arg)
+{
+	struct fib *f = arg, a = { f->n - 1, 0 }, b = { f->n - 2, 0 };
+	struct ws_task t;
+
+	if (f->n < 2) {
+		f->r = f->n;
+		return 0;
+	}
+	ws_spawn(w, &t, fib_task, &a);
+	fib_task(w, &b);
+	ws_sync(w, &t);
+	f->r = a.r + b.r;
+	return 0;
+}
+
+int main(void)
+{
+	struct ws_deque *dq = ws_deque_create(16);
+	struct ws_pool_attr attr;
+	struct ws_pool *pool;
+	struct fib f = { 20, 0 };
+	int x = 42;
+	void *item = NULL;
+
+	if (!dq || ws_deque_push(dq, &x) || !ws_deque_pop(dq, &item) || item != &x)
+		return 1;
+	ws_deque_destroy(dq);
+	ws_pool_attr_init(&attr);
+	attr.nr_workers = 2;
+	if (ws_pool_create(&pool, &attr) || ws_pool_run(pool, fib_task, &f) ||
+	    ws_pool_destroy(pool))
+		return 2;
+	printf("fib(20) = %ld\n", f.r);
+	return f.r != 6765;
+}
+EOF
+# shellcheck disable=SC2086
+cc -std=c11 -Wall -Wextra -Werror -o "$T/prog" "$T/prog.c" $flags >"$T/cc.log" 2>&1 &&
+	out=$(LD_LIBRARY_PATH=$D/usr/lib "$T/prog" 2>&1) && [ "$out" = "fib(20) = 6765" ] &&
+	LD_LIBRARY_PATH=$D/usr/lib ldd "$T/prog" | grep -q "libwsched.so.0 => $D/usr/lib/libwsched.so.0 "
+tap_result $? "a C11 program built with pkg-config's flags runs against the installed libwsched.so.0" \
+	"$(cat "$T/cc.log")" "output: ${out:-}" "$(LD_LIBRARY_PATH=$D/usr/lib ldd "$T/prog" 2>&1 | grep wsched)"
+
+# shellcheck disable=SC2086
+cc -std=c11 -static -o "$T/prog-static" "$T/prog.c" $(pkg-config --cflags libwsched) $sflags \
+	>"$T/cc-static.log" 2>&1 && out=$("$T/prog-static" 2>&1) && [ "$out" = "fib(20) = 6765" ]
+tap_result $? "the same program links statically with pkg-config --static (libwsched.a)" \
+	"$(cat "$T/cc-static.log")" "output: ${out:-}"
+
+# 8. the installed wsched-run looks for the installed preload
+help=$("$D/usr/bin/wsched-run" --help 2>&1)
+WSCHED_PRELOAD=$D/usr/lib/wsched/libwsched-preload.so "$D/usr/bin/wsched-run" -q -- true
+rc=$?
+grep -qF 'else /usr/lib/wsched/libwsched-preload.so)' <<<"$(tr -s ' \n' ' ' <<<"$help")" && [ $rc = 0 ]
+tap_result $? "the installed wsched-run defaults to /usr/lib/wsched/libwsched-preload.so and runs a program" \
+	"--preload help: $(grep -A1 -- --preload <<<"$help")" "wsched-run -q -- true with WSCHED_PRELOAD: exit $rc"
+
+# 9. a relative PREFIX: one line, non-zero, nothing installed
+mk install DESTDIR="$T/bad" PREFIX=usr >"$T/bad.out" 2>"$T/bad.err"
+rc=$?
+[ $rc != 0 ] && [ "$(wc -l <"$T/bad.err")" = 1 ] && grep -q "PREFIX must be an absolute path" "$T/bad.err" &&
+	[ ! -e "$T/bad" ]
+tap_result $? "make install PREFIX=usr fails with one line and installs nothing" "exit $rc:" "$(cat "$T/bad.err")"
+
+# 10. uninstall
+mk uninstall DESTDIR="$D" PREFIX=/usr >"$T/uninstall.log" 2>&1
+rc=$?
+left=$(cd "$D" && find . ! -type d | sort | tr '\n' ' ')
+wsdirs=$(cd "$D" && find . -type d -name wsched)
+[ $rc = 0 ] && [ "$left" = "./usr/include/other.h ./usr/lib/libother.so " ] && [ -z "$wsdirs" ]
+tap_result $? "make uninstall removes what install installed, and only that" \
+	"exit $rc" "left: $left $wsdirs" "$(tail -n 5 "$T/uninstall.log")"
+
+tap_done
