@@ -9,7 +9,8 @@
 # kernel. Force either with LAB=0 or LAB=1.
 #
 # Each part adds its own rules in a fragment included below:
-#   userspace/userspace.mk, bpf/bpf.mk, kmod/kmod.mk, tests/tests.mk
+#   userspace/userspace.mk, bpf/bpf.mk, kmod/kmod.mk, man/man.mk,
+#   tests/tests.mk
 # and appends to ALL (what `make` builds: what `make install` installs, and
 # nothing that needs a test-only package such as the kselftest headers,
 # Relacy or valgrind), CHECK_BUILD (the tests and benchmark helpers that
@@ -201,7 +202,7 @@ INSTALL_STAGE := $(BUILD)/install
 INSTALL_PATHS := $(INSTALL_STAGE)/paths
 
 include $(wildcard $(TOP)/userspace/userspace.mk $(TOP)/bpf/bpf.mk \
-		   $(TOP)/kmod/kmod.mk $(TOP)/tests/tests.mk)
+		   $(TOP)/kmod/kmod.mk $(TOP)/man/man.mk $(TOP)/tests/tests.mk)
 
 all: $(ALL)
 

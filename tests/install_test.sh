@@ -40,6 +40,9 @@ tap_result $rc "make install DESTDIR=... PREFIX=/usr succeeds" "exit $rc:" "$(ta
 	for h in "$TOP"/userspace/include/wsched/*.h; do
 		echo "644 f /usr/include/wsched/${h##*/}"
 	done
+	for m in "$TOP"/man/*.[0-9]; do
+		echo "644 f /usr/share/man/man${m##*.}/${m##*/}"
+	done
 	for l in /usr/sbin/scx_wsched /usr/bin/wsbench /usr/bin/wsched-run; do
 		echo "755 f $l"
 	done
