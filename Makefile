@@ -201,6 +201,16 @@ INSTALL_OWN_DIRS :=
 INSTALL_STAGE := $(BUILD)/install
 INSTALL_PATHS := $(INSTALL_STAGE)/paths
 
+# $(call script_test_wrapper,SCRIPT ARGS...): the recipe of a test program
+# that is a two-line wrapper running a TAP script with this build's paths,
+# so that run-tests runs it like any other test program.
+define script_test_wrapper
+$(call msg,GEN,$@)
+$(Q)mkdir -p $(@D)
+$(Q)printf '#!/bin/sh\nexec %s\n' '$(1)' >$@
+$(Q)chmod +x $@
+endef
+
 include $(wildcard $(TOP)/userspace/userspace.mk $(TOP)/bpf/bpf.mk \
 		   $(TOP)/kmod/kmod.mk $(TOP)/man/man.mk $(TOP)/tests/tests.mk)
 

@@ -11,9 +11,6 @@ INSTALL_FILES += $(foreach m,$(MAN_PAGES),\
 
 MAN_TEST := $(BUILD)/tests/native/man_test
 $(MAN_TEST): $(TOP)/tests/man_test.sh | $(BPF_LOADERS) $(WSBENCH) $(WSCHED_RUN)
-	$(call msg,GEN,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)printf '#!/bin/sh\nexec %s %s\n' $< $(TOP) >$@
-	$(Q)chmod +x $@
+	$(call script_test_wrapper,$< $(TOP))
 CHECK_BUILD  += $(MAN_TEST)
 NATIVE_TESTS += $(MAN_TEST)

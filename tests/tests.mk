@@ -49,9 +49,6 @@ $(HINT_TEST): LDFLAGS += $(WS_NORM_LIB) -pthread $(LIBBPF_LIBS)
 # names this tree; it runs make install itself, on what make all built.
 INSTALL_TEST := $(BUILD)/tests/native/install_test
 $(INSTALL_TEST): $(TOP)/tests/install_test.sh | $(ALL)
-	$(call msg,GEN,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)printf '#!/bin/sh\nexec %s %s\n' $< $(TOP) >$@
-	$(Q)chmod +x $@
+	$(call script_test_wrapper,$< $(TOP))
 CHECK_BUILD  += $(INSTALL_TEST)
 NATIVE_TESTS += $(INSTALL_TEST)

@@ -183,10 +183,7 @@ ALL += $(WSBENCH)
 # test-native through a two-line wrapper that names this build's wsbench.
 WS_CLI_TEST := $(BUILD)/tests/native/wsbench_cli
 $(WS_CLI_TEST): $(WS_DIR)/tests/wsbench_cli.sh $(WSBENCH)
-	$(call msg,GEN,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)printf '#!/bin/sh\nexec %s %s\n' $(WS_DIR)/tests/wsbench_cli.sh $(WSBENCH) >$@
-	$(Q)chmod +x $@
+	$(call script_test_wrapper,$< $(WSBENCH))
 CHECK_BUILD += $(WS_CLI_TEST)
 NATIVE_TESTS += $(WS_CLI_TEST)
 
