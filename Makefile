@@ -177,12 +177,13 @@ INSTALL        ?= install
 INSTALL_DIR_VARS := PREFIX EXEC_PREFIX BINDIR SBINDIR LIBDIR PKGLIBDIR INCLUDEDIR DATAROOTDIR \
 		    MANDIR PKGCONFIGDIR UDEVRULESDIR SYSCONFDIR SYSTEMDUNITDIR
 # One absolute path: one word, a leading /, no ':' (the separator of
-# INSTALL_FILES below).
-install_path_ok = $(and $(filter 1,$(words $(1))),$(filter /%,$(1)),$(if $(findstring :,$(1)),,1))
+# INSTALL_FILES below) and no quote (the recipes quote the paths).
+install_path_ok = $(and $(filter 1,$(words $(1))),$(filter /%,$(1)),\
+  $(if $(findstring :,$(1))$(findstring ',$(1))$(findstring ",$(1)),,1))
 $(foreach v,$(INSTALL_DIR_VARS),$(if $(call install_path_ok,$($(v))),,\
-  $(error $(v) must be an absolute path without spaces or ':', not '$($(v))')))
+  $(error $(v) must be an absolute path without spaces, quotes or ':', not '$($(v))')))
 $(if $(DESTDIR),$(if $(call install_path_ok,$(DESTDIR)),,\
-  $(error DESTDIR must be empty or an absolute path without spaces or ':', not '$(DESTDIR)')))
+  $(error DESTDIR must be empty or an absolute path without spaces, quotes or ':', not '$(DESTDIR)')))
 
 # What `make install` installs, appended to by the fragments:
 #   INSTALL_FILES     MODE:SOURCE:DESTINATION (an installation path)
