@@ -1065,6 +1065,8 @@ TEST(bad_hint_args_fail)
 		{ "--grace-us", "1ms", NULL },
 		{ "--group", "no-such-group-wsched", NULL },
 		{ "--hint-socket", "relative/wsched.sock", NULL },
+		{ "--hint-user-max", "0", NULL },
+		{ "--hint-user-max", "1025", NULL },
 	};
 	unsigned int i;
 	char line[512];
