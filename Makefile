@@ -157,9 +157,7 @@ GUEST_TESTS :=
 # the final paths, compiled into wsched-run and written into libwsched.pc,
 # so they must be absolute. udev reads /usr/local/lib/udev/rules.d as well
 # as /usr/lib/udev/rules.d, hence PREFIX/lib, not LIBDIR (which may be a
-# multiarch directory). SYSCONFDIR and SYSTEMDUNITDIR are for the systemd
-# unit and its defaults file, which no fragment installs yet: the fragment
-# that adds them appends them to INSTALL_FILES.
+# multiarch directory); so do systemd's unit and sysusers.d directories.
 PREFIX         ?= /usr/local
 EXEC_PREFIX    ?= $(PREFIX)
 BINDIR         ?= $(EXEC_PREFIX)/bin
@@ -173,9 +171,10 @@ PKGCONFIGDIR   ?= $(LIBDIR)/pkgconfig
 UDEVRULESDIR   ?= $(PREFIX)/lib/udev/rules.d
 SYSCONFDIR     ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR    ?= $(PREFIX)/lib/sysusers.d
 INSTALL        ?= install
 INSTALL_DIR_VARS := PREFIX EXEC_PREFIX BINDIR SBINDIR LIBDIR PKGLIBDIR INCLUDEDIR DATAROOTDIR \
-		    MANDIR PKGCONFIGDIR UDEVRULESDIR SYSCONFDIR SYSTEMDUNITDIR
+		    MANDIR PKGCONFIGDIR UDEVRULESDIR SYSCONFDIR SYSTEMDUNITDIR SYSUSERSDIR
 # One absolute path: one word, a leading /, no ':' (the separator of
 # INSTALL_FILES below) and no quote (the recipes quote the paths).
 install_path_ok = $(and $(filter 1,$(words $(1))),$(filter /%,$(1)),\
@@ -187,12 +186,18 @@ $(if $(DESTDIR),$(if $(call install_path_ok,$(DESTDIR)),,\
 
 # What `make install` installs, appended to by the fragments:
 #   INSTALL_FILES     MODE:SOURCE:DESTINATION (an installation path)
+#   INSTALL_CONFIG    the same, for configuration an administrator edits:
+#                     installed only where the destination does not exist
 #   INSTALL_LINKS     TARGET:DESTINATION (a symbolic link)
 #   INSTALL_OWN_DIRS  directories only wsched's files use, removed by
 #                     uninstall when it leaves them empty
 # `make uninstall` removes exactly these, so it must be given the same
 # variables (PREFIX, LIBDIR, ...) as the install was.
 INSTALL_FILES :=
+INSTALL_CONFIG :=
+# Shell commands run after a real install (no DESTDIR), appended by the
+# fragments; each ends with ';'.
+INSTALL_HOOKS :=
 INSTALL_LINKS :=
 INSTALL_OWN_DIRS :=
 
@@ -213,7 +218,8 @@ $(Q)chmod +x $@
 endef
 
 include $(wildcard $(TOP)/userspace/userspace.mk $(TOP)/bpf/bpf.mk \
-		   $(TOP)/kmod/kmod.mk $(TOP)/man/man.mk $(TOP)/tests/tests.mk)
+		   $(TOP)/kmod/kmod.mk $(TOP)/man/man.mk $(TOP)/systemd/systemd.mk \
+		   $(TOP)/tests/tests.mk)
 
 all: $(ALL)
 
@@ -236,6 +242,15 @@ install: all
 		$(if $(Q),printf '  %-9s %s\n' INSTALL "$(DESTDIR)$$dst";) \
 		$(INSTALL) -D -m "$$mode" "$$src" "$(DESTDIR)$$dst"; \
 	done; \
+	for e in $(INSTALL_CONFIG); do \
+		IFS=: read -r mode src dst <<<"$$e"; \
+		if [ -e "$(DESTDIR)$$dst" ]; then \
+			$(if $(Q),printf '  %-9s %s (kept)\n' CONFIG "$(DESTDIR)$$dst";) \
+		else \
+			$(if $(Q),printf '  %-9s %s\n' INSTALL "$(DESTDIR)$$dst";) \
+			$(INSTALL) -D -m "$$mode" "$$src" "$(DESTDIR)$$dst"; \
+		fi; \
+	done; \
 	for e in $(INSTALL_LINKS); do \
 		IFS=: read -r target dst <<<"$$e"; \
 		$(if $(Q),printf '  %-9s %s -> %s\n' LN "$(DESTDIR)$$dst" "$$target";) \
@@ -243,9 +258,10 @@ install: all
 		ln -sfn "$$target" "$(DESTDIR)$$dst"; \
 	done
 	$(Q)$(install_ldconfig)
+	$(Q)$(INSTALL_HOOKS)
 
 uninstall:
-	$(Q)set -e; for e in $(INSTALL_FILES) $(INSTALL_LINKS); do \
+	$(Q)set -e; for e in $(INSTALL_FILES) $(INSTALL_CONFIG) $(INSTALL_LINKS); do \
 		dst=$${e##*:}; \
 		if [ -e "$(DESTDIR)$$dst" ] || [ -L "$(DESTDIR)$$dst" ]; then \
 			$(if $(Q),printf '  %-9s %s\n' RM "$(DESTDIR)$$dst";) \

@@ -8,8 +8,10 @@
 # the installed headers runs against the installed shared library, and
 # links statically with pkg-config --static; the installed wsched-run has
 # the installed preload's path compiled in; a relative PREFIX is refused;
-# uninstall removes what install installed and leaves other files in the
-# same directories alone. Needs the tree built (make all).
+# the systemd unit verifies (systemd-analyze, where present) and a
+# reinstall keeps an edited defaults file; uninstall removes what install
+# installed and leaves other files in the same directories alone. Needs the
+# tree built (make all).
 # Usage: install_test.sh [top of the tree] (default: this script's tree).
 set -u
 TOP=${1:-$(dirname "$(dirname "$(readlink -f "$0")")")}
@@ -24,7 +26,7 @@ VERSION=0.1.0
 unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
 mk() { make -C "$TOP" LAB=0 "$@"; }
 
-tap_plan 10
+tap_plan 12
 
 # Files of someone else's in the same directories: uninstall keeps them.
 mkdir -p "$D/usr/lib" "$D/usr/include"
@@ -54,6 +56,9 @@ tap_result $rc "make install DESTDIR=... PREFIX=/usr succeeds" "exit $rc:" "$(ta
 644 f /usr/lib/pkgconfig/libwsched.pc
 644 f /usr/lib/wsched/libwsched-preload.so
 644 f /usr/lib/udev/rules.d/70-wsched.rules
+644 f /usr/lib/systemd/system/scx_wsched.service
+644 f /usr/lib/sysusers.d/wsched.conf
+644 f /etc/default/scx_wsched
 EOF
 } | sort -k3 >"$T/want"
 (cd "$D" && find . ! -type d ! -name libother.so ! -name other.h -printf '%m %y /%P\n' |
@@ -165,14 +170,41 @@ grep -qF 'else /usr/lib/wsched/libwsched-preload.so)' <<<"$(tr -s ' \n' ' ' <<<"
 tap_result $? "the installed wsched-run defaults to /usr/lib/wsched/libwsched-preload.so and runs a program" \
 	"--preload help: $(grep -A1 -- --preload <<<"$help")" "wsched-run -q -- true with WSCHED_PRELOAD: exit $rc"
 
-# 9. a relative PREFIX: one line, non-zero, nothing installed
+# 9. the unit: what systemd-analyze says of it (where systemd is), its
+# paths, and sched_ext as its condition
+unit=$D/usr/lib/systemd/system/scx_wsched.service
+if command -v systemd-analyze >/dev/null; then
+	# A copy naming the staged files, checked against this system's units.
+	sed "s|=-/etc/|=-$D/etc/|; s|=/usr/sbin/|=$D/usr/sbin/|" "$unit" >"$T/scx_wsched.service"
+	verify=$(systemd-analyze verify --man=no "$T/scx_wsched.service" 2>&1)
+	vrc=$?
+else
+	verify="(no systemd-analyze here)" vrc=0
+fi
+[ $vrc = 0 ] && [ -z "${verify%(no systemd-analyze here)}" ] &&
+	grep -qx 'ExecStart=/usr/sbin/scx_wsched $SCX_WSCHED_FLAGS' "$unit" &&
+	grep -qx 'EnvironmentFile=-/etc/default/scx_wsched' "$unit" &&
+	grep -qx 'ConditionPathIsDirectory=/sys/kernel/sched_ext' "$unit" &&
+	grep -qx 'Conflicts=scx.service' "$unit"
+tap_result $? "the installed unit verifies and runs the installed loader with the defaults file's flags" \
+	"systemd-analyze verify: exit $vrc" "$verify" "$(grep -E '^(ExecStart|EnvironmentFile|Condition|Conflicts)' "$unit")"
+
+# 10. a reinstall keeps the administrator's defaults file
+echo 'SCX_WSCHED_FLAGS="--grace-us 500"' >"$D/etc/default/scx_wsched"
+mk install DESTDIR="$D" PREFIX=/usr >"$T/reinstall.log" 2>&1
+rc=$?
+[ $rc = 0 ] && [ "$(cat "$D/etc/default/scx_wsched")" = 'SCX_WSCHED_FLAGS="--grace-us 500"' ]
+tap_result $? "make install again keeps an edited /etc/default/scx_wsched" \
+	"exit $rc" "now: $(cat "$D/etc/default/scx_wsched")"
+
+# 11. a relative PREFIX: one line, non-zero, nothing installed
 mk install DESTDIR="$T/bad" PREFIX=usr >"$T/bad.out" 2>"$T/bad.err"
 rc=$?
 [ $rc != 0 ] && [ "$(wc -l <"$T/bad.err")" = 1 ] && grep -q "PREFIX must be an absolute path" "$T/bad.err" &&
 	[ ! -e "$T/bad" ]
 tap_result $? "make install PREFIX=usr fails with one line and installs nothing" "exit $rc:" "$(cat "$T/bad.err")"
 
-# 10. uninstall
+# 12. uninstall
 mk uninstall DESTDIR="$D" PREFIX=/usr >"$T/uninstall.log" 2>&1
 rc=$?
 left=$(cd "$D" && find . ! -type d | sort | tr '\n' ' ')
