@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-only OR BSD-2-Clause
 /*
  * wsbench lock: throughput and wait times of libwsched's locks under
- * contention, with and without scheduler hints (issue 5's lock benchmark).
+ * contention, with and without scheduler hints.
  *
  * T threads (default 2 x the CPUs available) loop: take the lock, work
  * --cs-ns inside (a time-calibrated spin, about 1 us), release, work

@@ -93,7 +93,7 @@ else
 	tap_result 1 "wsbench --json handoff: sched_yield median" \
 		"exit $rc: $(cat "$OUT/stdout" "$OUT/stderr")"
 fi
-# 5. lock: every kind keeps mutual exclusion; the JSON fields of issue 5
+# 5. lock: every kind keeps mutual exclusion; the JSON fields of the lock benchmark
 run --json lock --threads 3 --seconds 1
 ok=0
 for k in spin ticket mutex; do
