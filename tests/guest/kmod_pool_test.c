@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * libwsched's directed yield through wsched.ko (issue 6, library part).
+ * libwsched's directed yield through wsched.ko (the library part).
  *
  * With /dev/wsched present a pool picks the module path by default and
  * reports it. Three workers pinned to one CPU run fib: the idle ones, past

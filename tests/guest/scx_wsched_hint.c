@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * scx_wsched hints (issue 5, phase 1; Documentation/abi.md): registration
+ * scx_wsched hints (phase 1, Documentation/abi.md): registration
  * of many threads of several processes, removal of a killed process's
  * entry, the socket's permission model, isolation between processes, and
  * the critical-section grace (granted, and bounded), thief demotion,
@@ -1565,7 +1565,7 @@ static void *garbage_writer(void *arg)
 }
 
 /*
- * Hostile hints (issue 5): a registered process whose two threads (or
+ * Hostile hints: a registered process whose two threads (or
  * WSCHED_HOSTILE_WRITERS) write random bytes into every slot of its array
  * for WSCHED_HOSTILE_SECONDS (10 s in `make check`; `make stress-guest`
  * runs it for 60 s) under the
