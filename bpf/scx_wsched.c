@@ -65,6 +65,7 @@ static const char usage_fmt[] =
 "       [--hint-socket PATH] [--hint-user-max N]\n"
 "       [--no-hints | --hints-observe] [--stats SECONDS] [--json] [--verbose]\n"
 "       [--version] [--help]\n"
+"       %s --monitor SECONDS [--json]\n"
 "\n"
 "Load scx_wsched, a sched_ext scheduler with per-CPU dispatch deques and\n"
 "idle-CPU work stealing; run until SIGINT/SIGTERM, then detach. The design\n"
@@ -95,12 +96,18 @@ static const char usage_fmt[] =
 "                     hint_refused_quota: connections refused by the user's\n"
 "                     quota; hint_threads_refused: the registered processes'\n"
 "                     threads that found no free slot (as the processes say)\n"
+"  --monitor SECONDS  load nothing: print the counters of the scx_wsched that\n"
+"                     is running every SECONDS (1..3600), as a table of rates\n"
+"                     per second, or with --json as --stats prints them\n"
+"                     (totals since its load); until SIGINT/SIGTERM or until\n"
+"                     that scheduler is gone\n"
 "  --json             print the counters as one JSON object per line\n"
 "  --verbose          libbpf debug output and load details on stderr\n"
 "  --version          print the version and exit\n"
 "  --help             print this help and exit\n"
 "\n"
-"Exit status: 0 detached on request, 1 load failure, 2 bad usage, 3 not root,\n"
+"Exit status: 0 detached on request (--monitor: stopped, or the scheduler it\n"
+"read is gone), 1 load failure (--monitor: no scx_wsched running), 2 bad usage, 3 not root,\n"
 "4 no sched_ext in this kernel, 5 another sched_ext scheduler is loaded,\n"
 "6 the kernel ejected the scheduler (its recorded reason is printed).\n";
 
@@ -334,6 +341,137 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* The fd of the newest BPF map named @name (the last loaded), or -1. */
+static int map_fd_by_name(const char *name)
+{
+	__u32 id = 0, best = 0;
+	int fd;
+
+	while (!bpf_map_get_next_id(id, &id)) {
+		struct bpf_map_info info = {};
+		__u32 len = sizeof(info);
+
+		fd = bpf_map_get_fd_by_id(id);
+		if (fd < 0)
+			continue;
+		if (!bpf_map_get_info_by_fd(fd, &info, &len) && !strcmp(info.name, name) &&
+		    info.type == BPF_MAP_TYPE_PERCPU_ARRAY &&
+		    info.value_size == sizeof(struct wsched_stats))
+			best = id;
+		close(fd);
+	}
+	return best ? bpf_map_get_fd_by_id(best) : -1;
+}
+
+/* The counters of the stats map @fd summed over @nr_cpus CPUs; -1 once
+ * the map is gone. */
+static int read_stats_fd(int fd, int nr_cpus, __u64 *out)
+{
+	struct wsched_stats vals[nr_cpus];
+	__u32 zero = 0;
+	int cpu;
+	size_t i;
+
+	memset(out, 0, sizeof(__u64) * WSCHED_NR_STATS);
+	if (bpf_map_lookup_elem(fd, &zero, vals))
+		return -1;
+	for (cpu = 0; cpu < nr_cpus; cpu++)
+		for (i = 0; i < WSCHED_NR_STATS; i++)
+			out[i] += ((__u64 *)&vals[cpu])[i];
+	return 0;
+}
+
+static size_t stat_index(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < WSCHED_NR_STATS; i++)
+		if (!strcmp(stat_names[i], name))
+			return i;
+	return 0;
+}
+
+/* What --monitor's table shows: the counters a user reads most. */
+static const struct {
+	const char *head, *name;
+} monitor_cols[] = {
+	{ "enqueue", "nr_enqueued" },		{ "direct", "nr_direct_dispatch" },
+	{ "local", "nr_dispatched_local" },	{ "steals", "nr_steals" },
+	{ "kicks", "nr_kicks" },		{ "keep", "nr_keep_running" },
+	{ "short", "nr_short_slices" },		{ "idle", "nr_dispatch_idle" },
+	{ "yields", "nr_yield_all" },		{ "yieldto", "nr_yield_to" },
+	{ "graces", "nr_grace_granted" },	{ "cs_pre", "nr_cs_preempted" },
+};
+
+/*
+ * --monitor: read the counters of the scx_wsched that runs (loaded by
+ * another loader, a service say) every @secs seconds. Nothing is loaded,
+ * so this may run beside that loader; it needs the privilege to read BPF
+ * maps (root).
+ */
+static int monitor(unsigned long secs, bool json, const char *scx_sysfs)
+{
+	size_t cols = sizeof(monitor_cols) / sizeof(monitor_cols[0]), c, i;
+	__u64 prev[WSCHED_NR_STATS], cur[WSCHED_NR_STATS];
+	char path[512], state[64] = "?", ops[128] = "?";
+	int nr_cpus = libbpf_num_possible_cpus(), fd, lines = 0;
+	double t0 = now_s(), t_prev = t0, t;
+
+	snprintf(path, sizeof(path), "%s/state", scx_sysfs);
+	if (read_str(path, state, sizeof(state))) {
+		fprintf(stderr, "%s: this kernel has no sched_ext (%s missing)\n", prog, path);
+		return EX_NO_SCX;
+	}
+	snprintf(path, sizeof(path), "%s/root/ops", scx_sysfs);
+	read_str(path, ops, sizeof(ops));
+	if (strcmp(state, "enabled") || strcmp(ops, "wsched")) {
+		fprintf(stderr, "%s: no scx_wsched is running (sched_ext state %s, ops %s)\n",
+			prog, state, ops);
+		return EX_LOAD;
+	}
+	fd = nr_cpus > 0 ? map_fd_by_name("wsched_stats") : -1;
+	if (fd < 0 || read_stats_fd(fd, nr_cpus, prev)) {
+		fprintf(stderr, "%s: cannot read the running scheduler's counters (%s)\n", prog,
+			errno == EPERM ? "not allowed: run as root" : "map wsched_stats not found");
+		return EX_LOAD;
+	}
+	while (!exit_req) {
+		for (t = now_s(); !exit_req && now_s() < t + secs;)
+			usleep(100000);
+		if (exit_req)
+			break;
+		if (read_stats_fd(fd, nr_cpus, cur)) {
+			fprintf(stderr, "%s: the scheduler is gone\n", prog);
+			break;
+		}
+		t = now_s();
+		if (json) {
+			printf("{\"time_s\":%.1f", t - t0);
+			for (i = 0; i < WSCHED_NR_STATS; i++)
+				printf(",\"%s\":%llu", stat_names[i], (unsigned long long)cur[i]);
+			printf("}\n");
+		} else {
+			if (lines++ % 20 == 0) {
+				printf("%8s", "time_s");
+				for (c = 0; c < cols; c++)
+					printf(" %8s", monitor_cols[c].head);
+				printf("   (per second)\n");
+			}
+			printf("%8.1f", t - t0);
+			for (c = 0; c < cols; c++) {
+				i = stat_index(monitor_cols[c].name);
+				printf(" %8.0f", (cur[i] - prev[i]) / (t - t_prev));
+			}
+			printf("\n");
+		}
+		fflush(stdout);
+		memcpy(prev, cur, sizeof(prev));
+		t_prev = t;
+	}
+	close(fd);
+	return EX_OK;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -346,6 +484,7 @@ int main(int argc, char **argv)
 		{ "no-hints",	no_argument,		NULL, 'n' },
 		{ "hints-observe", no_argument,		NULL, 'O' },
 		{ "stats",	required_argument,	NULL, 'S' },
+		{ "monitor",	required_argument,	NULL, 'M' },
 		{ "json",	no_argument,		NULL, 'j' },
 		{ "verbose",	no_argument,		NULL, 'v' },
 		{ "version",	no_argument,		NULL, 'V' },
@@ -354,6 +493,9 @@ int main(int argc, char **argv)
 	};
 	unsigned long slice_us = WSCHED_SLICE_US_DFL, stats_s = 0, grace_us = WSCHED_GRACE_US_DFL;
 	unsigned long min_slice_us = 0;		/* 0: the default, from slice_us */
+	unsigned long monitor_s = 0;		/* --monitor: read, do not load */
+	char load_opt[32] = "";			/* the last option that only loading takes */
+	int li = -1;				/* getopt_long's index of a long option */
 	const char *hint_path = WS_HINT_SOCK_PATH;
 	long hint_gid = -1;
 	unsigned long hint_user_max = HINT_USER_MAX_DFL;
@@ -366,7 +508,7 @@ int main(int argc, char **argv)
 	int opt, nr_cpus, nr_llcs, status = EX_OK;
 
 	prog = argv[0] && strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : "scx_wsched";
-	while ((opt = getopt_long(argc, argv, "s:m:g:G:P:U:nOS:jvVh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:m:g:G:P:U:nOS:M:jvVh", longopts, &li)) != -1) {
 		switch (opt) {
 		case 's':
 			slice_us = parse_ulong("--slice-us", optarg, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX);
@@ -401,6 +543,9 @@ int main(int argc, char **argv)
 		case 'S':
 			stats_s = parse_ulong("--stats", optarg, 1, 3600);
 			break;
+		case 'M':
+			monitor_s = parse_ulong("--monitor", optarg, 1, 3600);
+			break;
 		case 'j':
 			json = true;
 			break;
@@ -411,7 +556,7 @@ int main(int argc, char **argv)
 			printf("scx_wsched %s\n", WSCHED_VERSION);
 			return EX_OK;
 		case 'h':
-			printf(usage_fmt, prog, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX, WSCHED_SLICE_US_DFL,
+			printf(usage_fmt, prog, prog, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX, WSCHED_SLICE_US_DFL,
 			       WSCHED_SLICE_US_MIN, WSCHED_GRACE_US_MAX, WSCHED_GRACE_US_DFL, WS_HINT_SOCK_PATH,
 			       (int)WS_HINT_MAX_PROCS, HINT_USER_MAX_DFL);
 			return EX_OK;
@@ -419,9 +564,27 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s: bad usage (see --help)\n", prog);
 			return EX_USAGE;
 		}
+		if (opt != 'j' && opt != 'M') {
+			if (li >= 0)
+				snprintf(load_opt, sizeof(load_opt), "--%s", longopts[li].name);
+			else
+				snprintf(load_opt, sizeof(load_opt), "-%c", opt);
+		}
+		li = -1;
 	}
 	if (optind < argc)
 		die_usage("unexpected argument '%s'", argv[optind]);
+	if (monitor_s) {
+		if (load_opt[0])
+			die_usage("--monitor loads nothing and takes only --json, not %s", load_opt);
+		if (geteuid() != 0) {
+			fprintf(stderr, "%s: must run as root to read the scheduler's counters\n", prog);
+			return EX_NOT_ROOT;
+		}
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		return monitor(monitor_s, json, scx_sysfs);
+	}
 	if (min_slice_us > slice_us) {
 		fprintf(stderr, "%s: --slice-min-us must be at most the base slice (--slice-us %lu), not %lu\n",
 			prog, slice_us, min_slice_us);

@@ -154,19 +154,59 @@ TEST_F(load, version_and_help)
 	EXPECT_TRUE(wt_file_contains(ERR_FILE, "--hints-observe"));
 }
 
-/* --stats with --json prints one JSON object per line, with the counters. */
-TEST_F_TIMEOUT(load, stats_json, 60)
+/* The first value of "name":N in @path, or -1. */
+static long long json_first(const char *path, const char *name)
+{
+	char line[4096], key[128], *p;
+	FILE *f = fopen(path, "r");
+	long long v = -1;
+
+	snprintf(key, sizeof(key), "\"%s\":", name);
+	while (f && v < 0 && fgets(line, sizeof(line), f))
+		if ((p = strstr(line, key)))
+			v = strtoll(p + strlen(key), NULL, 10);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/*
+ * --stats with --json prints one JSON object per line, with the counters.
+ * While that loader runs, --monitor reads the same counters without
+ * loading anything: as JSON lines (totals that grow) and as a table; once
+ * no scx_wsched runs it says so and exits 1.
+ */
+TEST_F_TIMEOUT(load, stats_json_and_monitor, 90)
 {
 	const char *args[] = { "--stats", "1", "--json", NULL };
-	const char *out = "/tmp/scx_wsched_json.out";
+	const char *mon_json[] = { "--monitor", "1", "--json", NULL };
+	const char *mon_text[] = { "--monitor", "1", NULL };
+	const char *out = "/tmp/scx_wsched_json.out", *mout = "/tmp/scx_wsched_monitor.out";
+	pid_t mon;
+
 	self->pid = wt_start(args, out, ERR_FILE);
 	ASSERT_LT(0, self->pid);
-	wt_sleep(1.5);
+	mon = wt_proc_spawn(mon_json, mout, ERR_FILE);
+	ASSERT_LT(0, mon);
+	wt_sleep(3.5);
+	EXPECT_EQ(0, wt_stop(mon)) TH_LOG("--monitor --json did not stop with status 0");
+	EXPECT_LE(2, wt_json_lines(mout));
+	EXPECT_LT(json_first(mout, "nr_enqueued") + json_first(mout, "nr_direct_dispatch"),
+		  wt_json_last(mout, "nr_enqueued") + wt_json_last(mout, "nr_direct_dispatch"))
+		TH_LOG("the monitored counters did not grow");
+	mon = wt_proc_spawn(mon_text, mout, ERR_FILE);
+	ASSERT_LT(0, mon);
+	wt_sleep(2.5);
+	EXPECT_EQ(0, wt_stop(mon));
+	EXPECT_TRUE(wt_file_contains(mout, "enqueue")) TH_LOG("no table header");
+	EXPECT_TRUE(wt_enabled()) TH_LOG("the monitor disturbed the scheduler");
 	ASSERT_EQ(0, wt_stop(self->pid));
 	self->pid = 0;
 	EXPECT_LT(0, wt_json_last(out, "nr_enqueued") + wt_json_last(out, "nr_direct_dispatch"));
 	EXPECT_LE(0, wt_json_last(out, "nr_steals"));
 	EXPECT_LE(0, wt_json_last(out, "nr_keep_running"));
+	EXPECT_EQ(1, wt_run(mon_text, ERR_FILE));
+	EXPECT_TRUE(wt_file_contains(ERR_FILE, "no scx_wsched is running"));
 }
 
 /* Out-of-range or malformed arguments: status 2, nothing loaded. */
@@ -185,6 +225,9 @@ TEST_F(load, bad_args_fail)
 		{ "--stats", "3601", NULL },
 		{ "--no-such-option", NULL },
 		{ "extra-argument", NULL },
+		{ "--monitor", "0", NULL },
+		{ "--monitor", "1", "--grace-us", "500", NULL },
+		{ "--stats", "1", "--monitor", "1", NULL },
 	};
 	unsigned int i;
 
