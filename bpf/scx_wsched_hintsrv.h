@@ -8,10 +8,20 @@
  * connect(), creates that process's own mmapable slot array, inserts it at
  * hint_procs[tgid] in the BPF object, and sends the map fd (SCM_RIGHTS)
  * with a struct ws_hint_hello. It keeps the connection and the pidfd; when
- * either says the process is gone, it deletes hint_procs[tgid]. A process
- * therefore holds a writable mapping of its own array only, and the
- * scheduler reaches an array only through the tgid of the task it
- * schedules.
+ * either says the process is gone, it deletes hint_procs[tgid].
+ *
+ * Bursts: each poll round takes every waiting connection off the listen
+ * queue (the identity and room checks are cheap) and acknowledges those
+ * that asked (WS_HINT_ASK_ACK), then makes the arrays of up to
+ * HINT_ANSWER_BATCH of them, oldest first, skipping clients that gave up,
+ * and inserts their entries in one batch: every update or deletion of a
+ * map of maps waits for an RCU grace period, which a batch pays once.
+ * Deletions are batched the same way, and always flushed before entries
+ * are inserted.
+ *
+ * A process holds a writable mapping of its own array only (the only
+ * descriptor it is sent), and the scheduler reaches an array only through
+ * the tgid of the task it schedules.
  *
  * PID reuse: the tgid is a number, valid only while its process lives; a
  * connection can be accepted long after its process exited and was reaped
@@ -69,6 +79,7 @@ struct hint_conn {
 	__u32 tgid;
 	__u32 uid;		/* the peer's, at connect() */
 	__u32 map_id;		/* its array's id, to follow it after the connection */
+	bool acked;		/* sent an acknowledgement while it waited */
 };
 
 /*
@@ -84,6 +95,9 @@ struct hint_linger {
 /* Arrays (registered or lingering) one user other than root may have;
  * --hint-user-max. */
 #define HINT_USER_MAX_DFL	128
+
+/* Connections answered per poll round, whose entries go in together. */
+#define HINT_ANSWER_BATCH	64
 
 struct hint_server {
 	int lfd;		/* -1: hints off */
@@ -104,6 +118,12 @@ struct hint_server {
 	int user_max;		/* arrays per user (root: no quota) */
 	double last_sweep;	/* when lingering arrays were last looked for */
 	unsigned long nr_refused_quota;	/* connections refused: the user's quota */
+	/* Accepted, waiting for their arrays, oldest first. */
+	struct hint_conn pend[WS_HINT_MAX_PROCS];
+	int nr_pend;
+	/* tgids whose entries are to be deleted, before any insertion. */
+	__u32 dels[WS_HINT_MAX_PROCS + HINT_ANSWER_BATCH];
+	int nr_dels;
 };
 
 /* epoll data: the listening socket, or a connection's tgid << 1 | is_pidfd
@@ -217,6 +237,8 @@ static int hint_arrays_of(const struct hint_server *hs, __u32 uid)
 		n += hs->conns[i].uid == uid;
 	for (i = 0; i < hs->nr_linger; i++)
 		n += hs->linger[i].uid == uid;
+	for (i = 0; i < hs->nr_pend; i++)
+		n += hs->pend[i].uid == uid;
 	return n;
 }
 
@@ -232,7 +254,7 @@ static int hint_room_for(struct hint_server *hs, __u32 uid)
 	int pass;
 
 	for (pass = 0; pass < 2; pass++) {
-		bool full = hs->nr + hs->nr_linger >= hs->max_procs;
+		bool full = hs->nr + hs->nr_pend + hs->nr_linger >= hs->max_procs;
 		bool quota = uid && hint_arrays_of(hs, uid) >= hs->user_max;
 
 		if (!full && !quota)
@@ -458,12 +480,44 @@ static bool hint_conn_gone(struct hint_conn *c, short sock_ev, short pid_ev)
 	return false;
 }
 
+/*
+ * Delete the entries of hs->dels from hint_procs. One batch: every update
+ * or deletion of a map-in-map waits for an (expedited) RCU grace period
+ * before it returns, which a batch pays once. A batch stops at its first
+ * failure (ENOENT: an entry that was never inserted); the rest go on.
+ */
+static void hint_flush_dels(struct hint_server *hs)
+{
+	int done = 0;
+
+	while (hs->outer_fd >= 0 && done < hs->nr_dels) {
+		__u32 n = hs->nr_dels - done;
+
+		if (!bpf_map_delete_batch(hs->outer_fd, &hs->dels[done], &n, NULL))
+			break;
+		done += n + 1;		/* skip the one that failed */
+	}
+	hs->nr_dels = 0;
+}
+
+/* Delete @tgid's entry with the next hint_flush_dels(), which every path
+ * calls before it inserts an entry (a later entry of a reused tgid must
+ * not be the one deleted). */
+static void hint_del_later(struct hint_server *hs, __u32 tgid)
+{
+	if (hs->outer_fd < 0)
+		return;
+	if (hs->nr_dels == (int)(sizeof(hs->dels) / sizeof(hs->dels[0])))
+		hint_flush_dels(hs);
+	hs->dels[hs->nr_dels++] = tgid;
+}
+
+/* Close connection @i; its entry goes with the next hint_flush_dels(). */
 static void hint_conn_close(struct hint_server *hs, int i)
 {
 	struct hint_conn *c = &hs->conns[i];
 
-	if (hs->outer_fd >= 0)
-		bpf_map_delete_elem(hs->outer_fd, &c->tgid);	/* ENOENT: fine */
+	hint_del_later(hs, c->tgid);
 	epoll_ctl(hs->ep, EPOLL_CTL_DEL, c->sock, NULL);
 	if (c->pidfd >= 0)
 		epoll_ctl(hs->ep, EPOLL_CTL_DEL, c->pidfd, NULL);
@@ -502,6 +556,7 @@ static void hint_server_attach(struct hint_server *hs, int outer_fd, volatile __
 		else
 			i++;
 	}
+	hs->nr_dels = 0;	/* the old map is gone, the new one is empty */
 	hs->outer_fd = outer_fd;
 	hs->live = live;
 	for (i = 0; i < hs->nr; i++)
@@ -511,34 +566,53 @@ static void hint_server_attach(struct hint_server *hs, int outer_fd, volatile __
 
 static void hint_server_detach(struct hint_server *hs)
 {
+	hint_flush_dels(hs);
 	hs->outer_fd = -1;
 	hs->live = NULL;
 }
 
-static void hint_accept(struct hint_server *hs)
+/* Release what an unanswered connection holds, after refusing it. */
+static void hint_refuse_conn(struct hint_server *hs, struct hint_conn *c, int reason)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
-	struct ws_hint_hello hello = {
-		.abi_version = WS_HINT_ABI_VERSION,
-		.nr_slots = WS_HINT_NR_SLOTS,
-		.slot_size = WS_HINT_SLOT_SIZE,
-	};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} cbuf;
-	struct iovec iov = { &hello, sizeof(hello) };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf.buf, .msg_controllen = sizeof(cbuf.buf),
-	};
-	struct cmsghdr *cm;
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	struct hint_conn c = { .pidfd = -1, .map_fd = -1 };
-	int i, reason = EAGAIN;
+	hint_refuse(c->sock, reason);
+	hs->nr_refused++;
+	if (c->hdr)
+		munmap((void *)c->hdr, HINT_HDR_MAP_LEN);
+	if (c->map_fd >= 0)
+		close(c->map_fd);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	close(c->sock);
+}
 
-	memset(&cbuf, 0, sizeof(cbuf));		/* no stack bytes in the cmsg padding */
+/* Whether the client of @sock has hung up already (it gave up waiting). */
+static bool hint_client_left(int sock)
+{
+	struct pollfd p = { .fd = sock, .events = POLLRDHUP };
+
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+/* Drop pending connection @i (FIFO order kept). */
+static void hint_pend_drop(struct hint_server *hs, int i)
+{
+	memmove(&hs->pend[i], &hs->pend[i + 1], (hs->nr_pend - i - 1) * sizeof(hs->pend[0]));
+	hs->nr_pend--;
+}
+
+/*
+ * Accept one connection: check who it is and whether there is room for
+ * it, then queue it for its array (hint_answer_some()); or refuse it.
+ * Cheap, so that a burst of connections is taken off the listen queue, and
+ * acknowledged, at once. Returns false when no connection was waiting.
+ */
+static bool hint_accept_one(struct hint_server *hs)
+{
+	struct hint_conn c = { .pidfd = -1, .map_fd = -1 };
+	struct ucred cred;
+	socklen_t len;
+	int i, reason;
+
 	c.sock = accept4(hs->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (c.sock < 0 && (errno == EMFILE || errno == ENFILE) && hs->spare >= 0) {
 		/* Out of descriptors: the connection would stay queued and
@@ -552,10 +626,10 @@ static void hint_accept(struct hint_server *hs)
 			hs->nr_refused++;
 		}
 		hs->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		return;
+		return c.sock >= 0;
 	}
 	if (c.sock < 0)
-		return;
+		return false;
 	/*
 	 * The peer's identity: the pidfd and the pid both come from the
 	 * struct pid the kernel recorded at connect(). The pid number is
@@ -577,10 +651,17 @@ static void hint_accept(struct hint_server *hs)
 	}
 	c.tgid = (__u32)cred.pid;	/* the connecting process's tgid */
 	c.uid = (__u32)cred.uid;
-	/* One entry per process: a new connection replaces an old one. */
+	/* One entry per process: a new connection replaces an old one (its
+	 * entry deleted before any insertion), and one still waiting. */
 	for (i = 0; i < hs->nr; i++)
 		if (hs->conns[i].tgid == c.tgid) {
 			hint_conn_close(hs, i);
+			break;
+		}
+	for (i = 0; i < hs->nr_pend; i++)
+		if (hs->pend[i].tgid == c.tgid) {
+			hint_refuse_conn(hs, &hs->pend[i], EAGAIN);
+			hint_pend_drop(hs, i);
 			break;
 		}
 	reason = hs->outer_fd < 0 ? EUSERS : hint_room_for(hs, c.uid);
@@ -588,61 +669,155 @@ static void hint_accept(struct hint_server *hs)
 		hs->nr_refused_quota += reason == EDQUOT;
 		goto refuse;
 	}
-	reason = EAGAIN;
-	c.map_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "ws_hint_slots", sizeof(__u32),
-				  WS_HINT_SLOT_SIZE, WS_HINT_NR_SLOTS, &opts);
-	if (c.map_fd < 0) {
-		reason = c.map_fd == -EMFILE || c.map_fd == -ENFILE ? EMFILE : ENOMEM;
-		goto refuse;
-	}
-	{
-		struct bpf_map_info info = {};
-		__u32 info_len = sizeof(info);
+	hs->pend[hs->nr_pend++] = c;
+	return true;
+refuse:
+	hint_refuse_conn(hs, &c, reason);
+	return true;
+}
 
-		if (!bpf_map_get_info_by_fd(c.map_fd, &info, &info_len))
-			c.map_id = info.id;
+/*
+ * Acknowledge the waiting connections whose clients asked for it
+ * (WS_HINT_ASK_ACK), and drop those whose clients gave up: a client that
+ * stopped waiting costs no array, and one that knows it was taken waits
+ * longer than for a loader that may be stuck.
+ */
+static void hint_ack_pending(struct hint_server *hs)
+{
+	struct ws_hint_hello ack = { .abi_version = WS_HINT_ABI_VERSION };
+	int i = 0;
+
+	while (i < hs->nr_pend) {
+		struct hint_conn *c = &hs->pend[i];
+		unsigned char b;
+
+		if (hint_client_left(c->sock)) {
+			hint_refuse_conn(hs, c, EAGAIN);
+			hint_pend_drop(hs, i);
+			continue;
+		}
+		if (!c->acked && recv(c->sock, &b, 1, MSG_DONTWAIT) == 1 && b == WS_HINT_ASK_ACK)
+			c->acked = send(c->sock, &ack, sizeof(ack), MSG_NOSIGNAL | MSG_DONTWAIT) ==
+				   sizeof(ack);
+		i++;
 	}
-	if (!c.map_id) {
-		reason = ENOMEM;	/* could not be followed once closed */
-		goto refuse;
-	}
-	c.hdr = mmap(NULL, HINT_HDR_MAP_LEN, PROT_READ, MAP_SHARED, c.map_fd, 0);
-	if (c.hdr == MAP_FAILED)
-		c.hdr = NULL;	/* only the refusal count is lost */
-	if (bpf_map_update_elem(hs->outer_fd, &c.tgid, &c.map_fd, BPF_ANY))
-		goto refuse;
-	/* Alive when checked above and still now: the number was its own
-	 * all along, so the entry never described another process. */
-	if (!hint_peer_alive(c.pidfd)) {
-		bpf_map_delete_elem(hs->outer_fd, &c.tgid);
-		reason = ESRCH;
-		goto refuse;
-	}
+}
+
+/* Make @c's array; 0 or the reason to refuse. */
+static int hint_make_array(struct hint_conn *c)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
+	struct bpf_map_info info = {};
+	__u32 info_len = sizeof(info);
+
+	c->map_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "ws_hint_slots", sizeof(__u32),
+				   WS_HINT_SLOT_SIZE, WS_HINT_NR_SLOTS, &opts);
+	if (c->map_fd < 0)
+		return c->map_fd == -EMFILE || c->map_fd == -ENFILE ? EMFILE : ENOMEM;
+	if (!bpf_map_get_info_by_fd(c->map_fd, &info, &info_len))
+		c->map_id = info.id;
+	if (!c->map_id)
+		return ENOMEM;	/* could not be followed once closed */
+	c->hdr = mmap(NULL, HINT_HDR_MAP_LEN, PROT_READ, MAP_SHARED, c->map_fd, 0);
+	if (c->hdr == MAP_FAILED)
+		c->hdr = NULL;	/* only the refusal count is lost */
+	return 0;
+}
+
+/* Send @c its array: the hello and the map fd. */
+static bool hint_send_array(struct hint_conn *c)
+{
+	struct ws_hint_hello hello = {
+		.abi_version = WS_HINT_ABI_VERSION,
+		.nr_slots = WS_HINT_NR_SLOTS,
+		.slot_size = WS_HINT_SLOT_SIZE,
+	};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = { &hello, sizeof(hello) };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf.buf, .msg_controllen = sizeof(cbuf.buf),
+	};
+	struct cmsghdr *cm;
+
+	memset(&cbuf, 0, sizeof(cbuf));		/* no stack bytes in the cmsg padding */
 	cm = CMSG_FIRSTHDR(&msg);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &c.map_fd, sizeof(int));
-	if (sendmsg(c.sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(hello)) {
-		bpf_map_delete_elem(hs->outer_fd, &c.tgid);
-		goto refuse;
+	memcpy(CMSG_DATA(cm), &c->map_fd, sizeof(int));
+	return sendmsg(c->sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) == sizeof(hello);
+}
+
+/*
+ * Answer up to HINT_ANSWER_BATCH waiting connections, oldest first: make
+ * their arrays, insert every entry in one batch (one grace period for them
+ * all), then check each process alive again and send it its array. A
+ * process that exited meanwhile, or whose hello cannot be sent, has its
+ * entry deleted and is refused. The departures' deletions of this round
+ * were flushed before (a reused tgid's new entry is never deleted).
+ */
+static void hint_answer_some(struct hint_server *hs)
+{
+	struct hint_conn batch[HINT_ANSWER_BATCH];
+	__u32 keys[HINT_ANSWER_BATCH];
+	int fds[HINT_ANSWER_BATCH];
+	bool in[HINT_ANSWER_BATCH];
+	int i, k = 0, nb = 0, done = 0, reason;
+
+	hint_flush_dels(hs);
+	while (k < hs->nr_pend && nb < HINT_ANSWER_BATCH) {
+		struct hint_conn *c = &hs->pend[k++];
+
+		reason = hint_client_left(c->sock) ? EAGAIN :
+			 !hint_peer_alive(c->pidfd) ? ESRCH : hint_make_array(c);
+		if (reason) {
+			hint_refuse_conn(hs, c, reason);
+			continue;
+		}
+		keys[nb] = c->tgid;
+		fds[nb] = c->map_fd;
+		in[nb] = false;
+		batch[nb++] = *c;
 	}
-	hs->conns[hs->nr++] = c;
-	hint_ep_add(hs, c.sock, (__u64)c.tgid << 1, EPOLLIN | EPOLLRDHUP);
-	hint_ep_add(hs, c.pidfd, (__u64)c.tgid << 1 | 1, EPOLLIN);
+	memmove(&hs->pend[0], &hs->pend[k], (hs->nr_pend - k) * sizeof(hs->pend[0]));
+	hs->nr_pend -= k;
+	while (done < nb) {
+		__u32 n = nb - done;
+		int err = bpf_map_update_batch(hs->outer_fd, &keys[done], &fds[done], &n, NULL);
+
+		while (n--)
+			in[done++] = true;
+		if (!err)
+			break;
+		done++;		/* not inserted: refused below */
+	}
+	/* Alive when checked at the accept and still now: the number was
+	 * its own all along, so the entry never described another process. */
+	for (i = 0; i < nb; i++) {
+		struct hint_conn *c = &batch[i];
+
+		reason = in[i] ? 0 : EAGAIN;
+		if (!reason && !hint_peer_alive(c->pidfd))
+			reason = ESRCH;
+		if (!reason && !hint_send_array(c))
+			reason = EAGAIN;
+		if (reason) {
+			if (in[i])
+				hint_del_later(hs, c->tgid);
+			hint_refuse_conn(hs, c, reason);
+			continue;
+		}
+		hs->conns[hs->nr++] = *c;
+		hint_ep_add(hs, c->sock, (__u64)c->tgid << 1, EPOLLIN | EPOLLRDHUP);
+		hint_ep_add(hs, c->pidfd, (__u64)c->tgid << 1 | 1, EPOLLIN);
+		hs->nr_accepted++;
+	}
+	hint_flush_dels(hs);
 	hint_publish(hs);
-	hs->nr_accepted++;
-	return;
-refuse:
-	hint_refuse(c.sock, reason);
-	hs->nr_refused++;
-	if (c.hdr)
-		munmap((void *)c.hdr, HINT_HDR_MAP_LEN);
-	if (c.map_fd >= 0)
-		close(c.map_fd);
-	if (c.pidfd >= 0)
-		close(c.pidfd);
-	close(c.sock);
 }
 
 /* The index of the connection of @tgid, or -1. */
@@ -670,7 +845,8 @@ static void hint_server_poll(struct hint_server *hs, int timeout_ms)
 		usleep(timeout_ms * 1000);
 		return;
 	}
-	n = epoll_wait(hs->ep, evs, sizeof(evs) / sizeof(evs[0]), timeout_ms);
+	/* Connections still waiting for arrays: another round at once. */
+	n = epoll_wait(hs->ep, evs, sizeof(evs) / sizeof(evs[0]), hs->nr_pend ? 0 : timeout_ms);
 	/* Departures first (see "PID reuse" above). */
 	for (k = 0; k < n; k++) {
 		__u64 key = evs[k].data.u64;
@@ -697,20 +873,24 @@ static void hint_server_poll(struct hint_server *hs, int timeout_ms)
 			hs->last_sweep = t;
 		}
 	}
-	if (listen_ready)
-		for (i = 0; i < 64; i++) {	/* bounded per round */
-			unsigned long before = hs->nr_accepted + hs->nr_refused;
-
-			hint_accept(hs);
-			if (hs->nr_accepted + hs->nr_refused == before)
-				break;		/* EAGAIN: queue empty */
-		}
+	hint_flush_dels(hs);
+	/* Take every waiting connection off the queue first (bounded by
+	 * the room check), acknowledge, then make some arrays. */
+	for (i = 0; listen_ready && i < (int)WS_HINT_MAX_PROCS; i++)
+		if (!hint_accept_one(hs))
+			break;
+	hint_ack_pending(hs);
+	if (hs->nr_pend)
+		hint_answer_some(hs);
 }
 
 static void hint_server_stop(struct hint_server *hs)
 {
 	while (hs->nr)
 		hint_conn_close(hs, hs->nr - 1);
+	while (hs->nr_pend)
+		hint_refuse_conn(hs, &hs->pend[--hs->nr_pend], EAGAIN);
+	hint_flush_dels(hs);
 	hs->nr_linger = 0;
 	if (hs->lfd >= 0) {
 		close(hs->lfd);

@@ -156,6 +156,10 @@ static int recv_map(int sock)
 			memcpy(&fd, CMSG_DATA(c), sizeof(int));
 	if (n == 0)
 		return -ECONNRESET;	/* closed without a word */
+	/* The acknowledgement of WS_HINT_ASK_ACK: the answer follows. */
+	if (fd < 0 && n == sizeof(hello) && hello.abi_version == WS_HINT_ABI_VERSION &&
+	    !hello.nr_slots && !hello.slot_size && !hello.reserved)
+		return -EINPROGRESS;
 	/* A refusal: a hello without a descriptor, nr_slots 0 and the
 	 * reason (an errno) in reserved. */
 	if (fd < 0 && n == sizeof(hello) && !hello.nr_slots && hello.reserved &&
@@ -172,6 +176,15 @@ static int recv_map(int sock)
 	return fd;
 }
 
+/*
+ * How long to wait for the loader: to take the connection (1 s; longer
+ * means it is stopped or stuck), and once it acknowledged it, for the
+ * array (in a burst of registrations each waits for the arrays of those
+ * before it, which the loader makes at a bounded rate).
+ */
+#define WAIT_TAKEN_S	1
+#define WAIT_ACKED_S	10
+
 /* Connect and map once per process; returns 0 or -errno. Under proc_lock. */
 static int proc_connect(void)
 {
@@ -179,7 +192,8 @@ static int proc_connect(void)
 	 * socket by whoever started it. */
 	const char *path = secure_getenv("WSCHED_HINT_SOCKET");
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	struct timeval timeout = { .tv_sec = 1 };
+	struct timeval timeout = { .tv_sec = WAIT_TAKEN_S };
+	unsigned char ask = WS_HINT_ASK_ACK;
 	void *m;
 	int sock, fd, err;
 
@@ -199,7 +213,17 @@ static int proc_connect(void)
 		err = -errno;
 		goto out_sock;
 	}
+	/* Best effort: a loader that answered and closed at once leaves
+	 * its answer to read all the same. */
+	(void)send(sock, &ask, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 	fd = recv_map(sock);
+	if (fd == -EINPROGRESS) {
+		timeout.tv_sec = WAIT_ACKED_S;
+		setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+		fd = recv_map(sock);
+		if (fd == -EINPROGRESS)
+			fd = -EPROTO;	/* acknowledged twice */
+	}
 	if (fd < 0) {
 		err = fd;
 		goto out_sock;
@@ -224,7 +248,7 @@ out_sock:
  * threads that waited for proc_lock while an attempt ran take its result
  * instead of making their own, so a burst of registrations (a pool's
  * workers starting) meeting a slow or stuck loader waits for one attempt
- * (at most the 1 s timeouts), not for one per thread in turn. A thread
+ * (at most its timeouts), not for one per thread in turn. A thread
  * that asks after an attempt ended makes a new one. proc_attempts counts
  * the attempts made; it is written under proc_lock and read before taking
  * it (relaxed: only whether it changed while we waited for the lock

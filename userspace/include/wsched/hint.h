@@ -94,12 +94,23 @@ struct ws_hint_header {
 };
 
 /*
- * Sent by the loader with the map fd (SCM_RIGHTS) in one message, right
- * after it accepted a connection. A refusal is the same message without a
+ * Sent by the loader with the map fd (SCM_RIGHTS) in one message, once it
+ * made the process's array. A refusal is the same message without a
  * descriptor, with nr_slots 0 and the reason, an errno, in reserved
  * (EUSERS: as many processes registered as the loader serves; EMFILE: out
- * of descriptors; ENOMEM: no memory for the array).
+ * of descriptors; ENOMEM: no memory for the array; EDQUOT: the user's
+ * quota of arrays; ESRCH: the process is gone; EAGAIN: try again).
+ *
+ * A client may send one byte, WS_HINT_ASK_ACK, right after connect(): the
+ * loader then acknowledges, once it has taken the connection off its queue
+ * and found room for the process, with a hello without a descriptor and
+ * with nr_slots and reserved 0, before the answer. A client that knows it
+ * was taken can wait longer for its array than for a loader that may be
+ * stuck. A loader ignores any other byte, and answers without an
+ * acknowledgement when the byte came after it looked for one.
  */
+#define WS_HINT_ASK_ACK		0x61
+
 struct ws_hint_hello {
 	__u32 abi_version;	/* WS_HINT_ABI_VERSION of the loader */
 	__u32 nr_slots;		/* WS_HINT_NR_SLOTS; 0: refused */
