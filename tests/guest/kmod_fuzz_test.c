@@ -22,10 +22,14 @@
  * them on every yield and tick); it SKIPs while build/bin/scx_wsched does
  * not exist.
  */
+#include <grp.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 
 #include "kmod_util.h"
 #include "scx_wsched_util.h"
@@ -331,7 +335,7 @@ static void *slot_scribbler(void *arg)
 	return NULL;
 }
 
-static void slot_writer(void)
+__attribute__((noreturn)) static void slot_writer(void)
 {
 	struct ws_hint_slot *arr = wt_hint_raw_register();
 	pthread_t th;
@@ -341,6 +345,7 @@ static void slot_writer(void)
 	if (pthread_create(&th, NULL, slot_scribbler, arr))
 		_exit(3);
 	slot_scribbler(arr);
+	_exit(0);
 }
 
 /*
@@ -387,6 +392,365 @@ TEST_F_TIMEOUT(fuzz, random_ioctls_and_slot_bytes_under_scx_wsched, 900)
 	       wt_json_last(FUZZ_OUT, "nr_yield_to"), wt_json_last(FUZZ_OUT, "nr_hint_malformed"));
 	EXPECT_EQ(0, kmod_ensure_unloaded()) TH_LOG("the module does not unload after the fuzzing");
 	EXPECT_EQ(bad0, kmod_klog_bad_lines()) TH_LOG("the kernel logged BUG/WARNING/Oops; see dmesg");
+}
+
+/* ------------------------------------------------ every attack at once */
+
+/*
+ * Every attack on the hint channel and /dev/wsched at once, for
+ * WSCHED_ATTACK_SECONDS (make stress-guest: 60; unset: SKIP, it is too
+ * long for make check), with scx_wsched loaded. The victims, CPU hogs of
+ * another uid, run pinned one per CPU of the upper half of the machine,
+ * first alone, then beside:
+ *  - YIELD_TO callers on the lower half aiming at a sched_yield() loop of
+ *    their own process pinned to a victim's CPU (up to four victims; the
+ *    loops run in the victims' first run too, only the calls are new);
+ *  - /dev/wsched fuzzing (fuzz_run(), with its rmmod racing);
+ *  - hint connections churned by a member of the group who keeps every
+ *    array mapped (its quota refuses the rest);
+ *  - connections made by children reaped before the loader answers;
+ *  - processes registering by the dozen and exiting;
+ *  - WRITERS registered processes writing random bytes into their slots.
+ * The attackers other than the yield targets run on the lower half.
+ * Asserts: the scheduler stays enabled (looked at every second) and
+ * detaches with status 0, no kernel warning, and the victims get at least
+ * 90% of the CPU time they got alone (their involuntary context switches
+ * and spins are logged: in the lab's TCG how fast a vCPU executes depends
+ * on what the others execute).
+ */
+#define ATK_VICTIM_UID	65533
+#define ATK_HINT_UID	65534
+#define ATK_MAX_VICTIMS	64
+
+struct atk_victim {
+	long cpu_ms, nivcsw;
+	unsigned long spins;
+	int done;
+};
+
+struct atk {
+	atomic_int go, stop, attack;
+	struct atk_victim v[ATK_MAX_VICTIMS];
+	atomic_long churn_mapped, churn_refused, reaped_refused, reaped_other, regs, regs_refused;
+	atomic_long yield_calls;
+};
+
+static struct atk *atk;
+
+static void atk_victim(int idx, int cpu)
+{
+	struct atk_victim *v = &atk->v[idx];
+	struct rusage r0, r1;
+	unsigned long n = 0;
+
+	if (setgroups(0, NULL) || setgid(ATK_VICTIM_UID) || setuid(ATK_VICTIM_UID) ||
+	    kmod_pin(cpu))
+		_exit(3);
+	while (!atomic_load(&atk->go))
+		usleep(1000);
+	getrusage(RUSAGE_SELF, &r0);
+	while (!atomic_load_explicit(&atk->stop, memory_order_relaxed))
+		n++;
+	getrusage(RUSAGE_SELF, &r1);
+	v->spins = n;
+	v->nivcsw = r1.ru_nivcsw - r0.ru_nivcsw;
+	v->cpu_ms = (r1.ru_utime.tv_sec + r1.ru_stime.tv_sec - r0.ru_utime.tv_sec -
+		     r0.ru_stime.tv_sec) * 1000 +
+		    (r1.ru_utime.tv_usec + r1.ru_stime.tv_usec - r0.ru_utime.tv_usec -
+		     r0.ru_stime.tv_usec) / 1000;
+	v->done = 1;
+	_exit(0);
+}
+
+/* Run the victims on CPUs [first, first + n) for @secs; their CPU time. */
+static long atk_victims_run(int first, int n, double secs, long *nivcsw, unsigned long *spins)
+{
+	pid_t pid[ATK_MAX_VICTIMS];
+	long cpu_ms = 0;
+	int i, st;
+
+	memset(atk->v, 0, sizeof(atk->v));
+	atomic_store(&atk->go, 0);
+	atomic_store(&atk->stop, 0);
+	for (i = 0; i < n; i++) {
+		pid[i] = fork();
+		if (pid[i] < 0)
+			return -1;
+		if (!pid[i])
+			atk_victim(i, first + i);
+	}
+	usleep(200000);
+	atomic_store(&atk->go, 1);
+	for (double end = wt_now() + secs; wt_now() < end;) {
+		if (!wt_enabled())
+			break;
+		wt_sleep(1);
+	}
+	atomic_store(&atk->stop, 1);
+	*nivcsw = 0;
+	*spins = 0;
+	for (i = 0; i < n; i++) {
+		if (waitpid(pid[i], &st, 0) != pid[i] || !WIFEXITED(st) || WEXITSTATUS(st) ||
+		    !atk->v[i].done)
+			return -1;
+		cpu_ms += atk->v[i].cpu_ms;
+		*nivcsw += atk->v[i].nivcsw;
+		*spins += atk->v[i].spins;
+	}
+	return cpu_ms;
+}
+
+/* utime + stime of process @pid in ms; -1 if unreadable. */
+static long atk_cpu_ms(pid_t pid)
+{
+	unsigned long long ut, st;
+	char path[64], buf[1024], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			 &ut, &st) != 2)
+		return -1;
+	return (long)((ut + st) * 1000 / sysconf(_SC_CLK_TCK));
+}
+
+/* Pin the calling thread to the CPUs [0, n). */
+static void atk_pin_low(int n)
+{
+	cpu_set_t set;
+	int c;
+
+	CPU_ZERO(&set);
+	for (c = 0; c < n; c++)
+		CPU_SET(c, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+static void atk_become_hint_user(gid_t users)
+{
+	if (setgroups(1, &users) || setgid(ATK_HINT_UID) || setuid(ATK_HINT_UID))
+		_exit(3);
+}
+
+static void *atk_yield_target(void *arg)
+{
+	atomic_int *tid = arg;
+
+	kmod_pin(atomic_load(tid));
+	atomic_store(tid, -kmod_gettid());
+	for (;;)
+		sched_yield();
+	return NULL;
+}
+
+/* YIELD_TO from CPU @from at a sched_yield() loop of ours on CPU @to. */
+__attribute__((noreturn)) static void atk_yielder(int from, int to)
+{
+	atomic_int tid = to;
+	pthread_t th;
+	int fd = kmod_open();
+
+	if (fd < 0 || setgroups(0, NULL) || setgid(ATK_HINT_UID) || setuid(ATK_HINT_UID) ||
+	    pthread_create(&th, NULL, atk_yield_target, &tid))
+		_exit(3);
+	while (atomic_load(&tid) >= 0)
+		usleep(1000);
+	kmod_pin(from);
+	while (!atomic_load(&atk->attack))
+		usleep(10000);
+	for (long n = 0;; n++) {
+		kmod_yield_to(fd, -atomic_load(&tid), NULL);
+		if (!(n & 1023))
+			atomic_fetch_add_explicit(&atk->yield_calls, 1024, memory_order_relaxed);
+	}
+}
+
+/* Connect, map, close, keep the mapping; over and over. */
+__attribute__((noreturn)) static void atk_churner(gid_t users)
+{
+	atk_become_hint_user(users);
+	for (;;) {
+		struct ws_hint_hello hello;
+		int s = wt_hint_connect(), fd;
+
+		if (s < 0) {
+			usleep(10000);
+			continue;
+		}
+		if (wt_hint_answer(s, &hello, &fd) == sizeof(hello) && fd >= 0 && wt_hint_map(fd))
+			atomic_fetch_add_explicit(&atk->churn_mapped, 1, memory_order_relaxed);
+		else
+			atomic_fetch_add_explicit(&atk->churn_refused, 1, memory_order_relaxed);
+		close(s);
+	}
+}
+
+/* A socket connected by a child that is reaped before the answer is read. */
+__attribute__((noreturn)) static void atk_reaped(gid_t users)
+{
+	atk_become_hint_user(users);
+	for (;;) {
+		struct sockaddr_un addr = { .sun_family = AF_UNIX, .sun_path = WS_HINT_SOCK_PATH };
+		struct ws_hint_hello hello;
+		int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), fd;
+		pid_t kid;
+
+		if (s < 0)
+			_exit(2);
+		kid = fork();
+		if (!kid)
+			_exit(connect(s, (struct sockaddr *)&addr, sizeof(addr)) ? 1 : 0);
+		waitpid(kid, NULL, 0);
+		if (wt_hint_answer(s, &hello, &fd) == sizeof(hello) && fd < 0 &&
+		    hello.reserved == ESRCH)
+			atomic_fetch_add_explicit(&atk->reaped_refused, 1, memory_order_relaxed);
+		else
+			atomic_fetch_add_explicit(&atk->reaped_other, 1, memory_order_relaxed);
+		if (fd >= 0)
+			close(fd);
+		close(s);
+	}
+}
+
+/* Processes registering by the dozen, then exiting. */
+__attribute__((noreturn)) static void atk_registrars(void)
+{
+	for (;;) {
+		pid_t kid[24];
+		int i, st;
+
+		for (i = 0; i < 24; i++) {
+			kid[i] = fork();
+			if (!kid[i])
+				_exit(wt_hint_raw_register() ? 0 : 1);
+		}
+		for (i = 0; i < 24; i++)
+			if (kid[i] > 0 && waitpid(kid[i], &st, 0) == kid[i])
+				atomic_fetch_add_explicit(WIFEXITED(st) && !WEXITSTATUS(st) ?
+							  &atk->regs : &atk->regs_refused, 1,
+							  memory_order_relaxed);
+	}
+}
+
+TEST_F_TIMEOUT(fuzz, every_attack_at_once_spares_other_users, 1800)
+{
+	const char *args[] = { "--group", "users", "--stats", "5", "--json", NULL };
+	long secs = kmod_env_long("WSCHED_ATTACK_SECONDS", 0), base_ms, atk_ms;
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), low = ncpu / 2, nv = ncpu - low;
+	long base_sw, atk_sw, loader_ms;
+	unsigned long base_spins, atk_spins;
+	pid_t loader, kids[16];
+	int nk = 0, bad0, i;
+	bool enabled = true;
+	struct group *g;
+	struct stat sb;
+
+	if (!secs)
+		SKIP(return, "set WSCHED_ATTACK_SECONDS (make stress-guest runs it for 60 s)");
+	if (getuid() != 0)
+		SKIP(return, "loading modules needs root");
+	if (stat(wt_bin(), &sb))
+		SKIP(return, "no %s", wt_bin());
+	if (ncpu < 4)
+		SKIP(return, "needs at least 4 CPUs");
+	g = getgrnam("users");
+	ASSERT_NE(NULL, g) TH_LOG("no group 'users' in this system");
+	if (nv > ATK_MAX_VICTIMS)
+		nv = ATK_MAX_VICTIMS;
+	atk = mmap(NULL, sizeof(*atk), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, atk);
+	ASSERT_TRUE(wt_wait_state(false, 10)) TH_LOG("a sched_ext scheduler is loaded before the test");
+	ASSERT_EQ(0, kmod_ensure_loaded()) TH_LOG("cannot load wsched.ko (built? make all)");
+	bad0 = kmod_klog_bad_lines();
+	ASSERT_LE(0, bad0);
+	loader = wt_start(args, FUZZ_OUT, FUZZ_ERR);
+	ASSERT_LT(0, loader) TH_LOG("scx_wsched did not become enabled; see %s", FUZZ_ERR);
+
+	/* The yield targets loop in sched_yield() beside their victims in
+	 * both runs: time-sharing a CPU is not the attack, the calls are. */
+	for (i = 0; i < 4 && i < nv && i < low; i++) {
+		kids[nk] = fork();
+		if (!kids[nk])
+			atk_yielder(i, low + i);
+		nk++;
+	}
+	base_ms = atk_victims_run(low, nv, secs, &base_sw, &base_spins);
+	ASSERT_LT(0, base_ms) TH_LOG("a victim did not run to the end");
+
+	atomic_store(&atk->attack, 1);
+	for (i = 0; i < 6; i++) {
+		kids[nk] = fork();
+		if (!kids[nk]) {
+			atk_pin_low(low);
+			switch (i) {
+			case 0:
+				fuzz_run(_metadata, LONG_MAX / 2);
+				_exit(0);
+			case 1:
+				atk_churner(g->gr_gid);
+			case 2:
+				atk_reaped(g->gr_gid);
+			case 3:
+				atk_registrars();
+			default:
+				slot_writer();
+			}
+		}
+		nk++;
+	}
+	for (i = 0; i < WRITERS - 2; i++) {
+		kids[nk] = fork();
+		if (!kids[nk]) {
+			atk_pin_low(low);
+			slot_writer();
+		}
+		nk++;
+	}
+	wt_sleep(2);	/* let them get going */
+	loader_ms = atk_cpu_ms(loader);
+	atk_ms = atk_victims_run(low, nv, secs, &atk_sw, &atk_spins);
+	loader_ms = atk_cpu_ms(loader) - loader_ms;
+	for (i = 0; i < nk; i++) {
+		int st;
+
+		EXPECT_EQ(0, waitpid(kids[i], &st, WNOHANG))
+			TH_LOG("attacker %d ended early (status %#x)", i, st);
+	}
+	enabled = wt_enabled();
+	for (i = 0; i < nk; i++)
+		kill(kids[i], SIGKILL);
+	for (i = 0; i < nk; i++)
+		waitpid(kids[i], NULL, 0);
+	TH_LOG("%d victims of %ld s, on CPUs %d-%d: alone %ld ms of CPU, %ld involuntary "
+	       "switches, %lu spins; attacked %ld ms, %ld, %lu", nv, secs, low, low + nv - 1,
+	       base_ms, base_sw, base_spins, atk_ms, atk_sw, atk_spins);
+	TH_LOG("attacks: %ld YIELD_TO calls; churn %ld arrays kept mapped, %ld refused; "
+	       "reaped children's connections %ld refused ESRCH, %ld otherwise answered; "
+	       "registrations %ld, %ld refused; the loader used %ld ms of CPU meanwhile",
+	       atomic_load(&atk->yield_calls), atomic_load(&atk->churn_mapped),
+	       atomic_load(&atk->churn_refused), atomic_load(&atk->reaped_refused),
+	       atomic_load(&atk->reaped_other), atomic_load(&atk->regs),
+	       atomic_load(&atk->regs_refused), loader_ms);
+	EXPECT_LT(0, atk_ms) TH_LOG("a victim did not run to the end");
+	EXPECT_LE(base_ms * 0.9, (double)atk_ms);
+	EXPECT_LT(0, atomic_load(&atk->yield_calls));
+	EXPECT_LT(0, atomic_load(&atk->churn_mapped) + atomic_load(&atk->churn_refused));
+	EXPECT_LT(0, atomic_load(&atk->regs));
+	EXPECT_TRUE(enabled) TH_LOG("the scheduler was ejected; see %s", FUZZ_ERR);
+	EXPECT_EQ(0, wt_stop(loader)) TH_LOG("scx_wsched exit status; see %s", FUZZ_ERR);
+	TH_LOG("scx_wsched: nr_yield_to %lld, foreign %lld, malformed slots %lld, "
+	       "hint_refused_quota %lld", wt_json_last(FUZZ_OUT, "nr_yield_to"),
+	       wt_json_last(FUZZ_OUT, "nr_yield_to_foreign"),
+	       wt_json_last(FUZZ_OUT, "nr_hint_malformed"),
+	       wt_json_last(FUZZ_OUT, "hint_refused_quota"));
+	EXPECT_EQ(0, kmod_ensure_unloaded()) TH_LOG("the module does not unload after the attacks");
+	EXPECT_EQ(bad0, kmod_klog_bad_lines()) TH_LOG("the kernel logged BUG/WARNING/Oops; see dmesg");
+	munmap(atk, sizeof(*atk));
 }
 
 WS_TEST_HARNESS_MAIN
