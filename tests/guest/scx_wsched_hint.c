@@ -12,6 +12,8 @@
  * Needs at least 3 CPUs (the lab guest of `make test-guest` has 4).
  */
 #include <grp.h>
+#include <limits.h>
+#include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/user.h>
@@ -1228,6 +1230,85 @@ TEST(default_socket_is_root_only)
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) TH_LOG("root could not register");
 	EXPECT_EQ(0, wt_stop(loader));
 	EXPECT_NE(0, access(WS_HINT_SOCK_PATH, F_OK)) TH_LOG("the loader left its socket behind");
+}
+
+/* ------------------------------------------------ set-id programs */
+
+#define SETID_CHILD_ENV	"WT_HINT_SETID_CHILD"
+#define SETID_DIR	"/tmp/wsched-setid"
+
+/*
+ * The child of set_id_program_ignores_the_socket_variable, run in a
+ * constructor before the harness: register once and exit with the
+ * negated result, plus 0x80 if the kernel started it in secure mode.
+ */
+__attribute__((constructor)) static void setid_child(void)
+{
+	if (!getenv(SETID_CHILD_ENV))
+		return;
+	_exit((-ws_thread_register() & 0x7f) | (getauxval(AT_SECURE) ? 0x80 : 0));
+}
+
+/* Run a copy of this program, mode @mode, as nobody with
+ * WSCHED_HINT_SOCKET set to a path too long for a socket; its exit status. */
+static int setid_run(const char *prog, mode_t mode)
+{
+	char path[200];
+	int status;
+	pid_t kid;
+
+	if (chmod(prog, mode))
+		return -1;
+	memset(path, 'x', sizeof(path) - 1);
+	path[0] = '/';
+	path[sizeof(path) - 1] = '\0';
+	kid = fork();
+	if (!kid) {
+		if (setgroups(0, NULL) || setgid(65534) || setuid(65534) ||
+		    setenv(SETID_CHILD_ENV, "1", 1) || setenv("WSCHED_HINT_SOCKET", path, 1))
+			_exit(126);
+		execl(prog, prog, (char *)NULL);
+		_exit(127);
+	}
+	if (kid < 0 || waitpid(kid, &status, 0) != kid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/*
+ * A set-id program takes the default socket whatever WSCHED_HINT_SOCKET
+ * says: whoever starts it must not point it at a listener of their own
+ * (which would hand it any descriptor it likes). The variable names a
+ * path too long for a socket, which the library refuses (-ENAMETOOLONG)
+ * when it reads it: a copy of this program run by nobody does so
+ * (control), and the same copy made setgid root does not.
+ */
+TEST(set_id_program_ignores_the_socket_variable)
+{
+	char self_exe[PATH_MAX], cmd[PATH_MAX + 64];
+	const char *prog = SETID_DIR "/prog";
+	ssize_t n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+	int plain, setid;
+
+	ASSERT_LT(0, n);
+	self_exe[n] = '\0';
+	ASSERT_EQ(0, system("rm -rf " SETID_DIR));
+	ASSERT_EQ(0, mkdir(SETID_DIR, 0755));
+	snprintf(cmd, sizeof(cmd), "cp '%s' %s", self_exe, prog);
+	ASSERT_EQ(0, system(cmd));
+	ASSERT_EQ(0, chown(prog, 0, 0));
+	plain = setid_run(prog, 0755);
+	setid = setid_run(prog, 02755);
+	EXPECT_EQ(0, system("rm -rf " SETID_DIR));
+	TH_LOG("plain copy: %s, %d; setgid copy: %s, %d", plain & 0x80 ? "secure" : "not secure",
+	       -(plain & 0x7f), setid & 0x80 ? "secure" : "not secure", -(setid & 0x7f));
+	ASSERT_LE(0, plain) TH_LOG("the plain copy did not run");
+	ASSERT_EQ(ENAMETOOLONG, plain) TH_LOG("the variable is not read at all (control)");
+	ASSERT_LE(0, setid) TH_LOG("the setgid copy did not run");
+	if (!(setid & 0x80))
+		SKIP(return, "%s is mounted nosuid: the copy did not run set-id", SETID_DIR);
+	EXPECT_NE(ENAMETOOLONG, setid & 0x7f) TH_LOG("the set-id program read WSCHED_HINT_SOCKET");
+	EXPECT_NE(0, setid & 0x7f) TH_LOG("nobody registered");
 }
 
 /* ------------------------------------------------ isolation */
