@@ -11,7 +11,9 @@
  * WSCHED_HINT_SOCKET to it; every connection gets the hello and its own
  * array, and stays open. The arrays of the first FAKE_KEPT connections are
  * kept mapped in slots[] for the test to read and write; nr counts all.
- * With silent set, connections are accepted and never answered.
+ * With silent set, connections are accepted and never answered. With
+ * delay_ms set, each answer comes that late; with ack set too, a client's
+ * WS_HINT_ASK_ACK is acknowledged first (the loader does so at once).
  */
 #ifndef WSCHED_FAKE_LOADER_H
 #define WSCHED_FAKE_LOADER_H
@@ -80,6 +82,8 @@ struct fake_loader {
 	struct ws_hint_slot *slots[FAKE_KEPT];	/* the first connections' arrays */
 	int nr;					/* connections served */
 	bool silent;				/* accept, never answer */
+	int delay_ms;				/* answer that late */
+	bool ack;				/* acknowledge WS_HINT_ASK_ACK */
 	enum fake_array array;			/* what it sends */
 };
 
@@ -102,6 +106,15 @@ static void *fake_serve(void *arg)
 		 * the client's registration. */
 		if (__atomic_load_n(&f->silent, __ATOMIC_RELAXED))
 			continue;
+		if (__atomic_load_n(&f->ack, __ATOMIC_RELAXED)) {
+			struct ws_hint_hello ack = { .abi_version = f->hello.abi_version };
+			unsigned char b = 0;
+
+			if (recv(s, &b, 1, 0) == 1 && b == WS_HINT_ASK_ACK)
+				send(s, &ack, sizeof(ack), MSG_NOSIGNAL);
+		}
+		if (__atomic_load_n(&f->delay_ms, __ATOMIC_RELAXED))
+			usleep(__atomic_load_n(&f->delay_ms, __ATOMIC_RELAXED) * 1000);
 		memset(cbuf, 0, sizeof(cbuf));		/* cmsg padding too */
 		c = CMSG_FIRSTHDR(&msg);
 		kind = __atomic_load_n(&f->array, __ATOMIC_RELAXED);

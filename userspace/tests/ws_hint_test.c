@@ -289,6 +289,35 @@ TEST(silent_loader_times_out_instead_of_hanging)
 	fake_stop(&f);
 }
 
+/*
+ * A loader that takes the connection at once but answers after 1.5 s (a
+ * burst queued before us): without an acknowledgement the library gives
+ * up after 1 s, as it must for a stopped loader; with one it waits.
+ */
+TEST(acknowledged_registration_waits_past_the_first_second)
+{
+	static struct fake_loader f;
+	uint64_t t0, ns;
+
+	ASSERT_EQ(0, fake_start(&f, WS_HINT_ABI_VERSION));
+	__atomic_store_n(&f.delay_ms, 1500, __ATOMIC_RELAXED);
+	t0 = wt_test_now_ns();
+	EXPECT_EQ(-ETIMEDOUT, ws_thread_register()) TH_LOG("not acknowledged");
+	ns = wt_test_now_ns() - t0;
+	EXPECT_GT(1500000000ull, ns);
+	__atomic_store_n(&f.ack, true, __ATOMIC_RELAXED);
+	/* The server may still be sleeping on the first connection. */
+	usleep(600000);
+	t0 = wt_test_now_ns();
+	EXPECT_EQ(0, ws_thread_register()) TH_LOG("acknowledged");
+	ns = wt_test_now_ns() - t0;
+	TH_LOG("answered after %.2f s", ns / 1e9);
+	EXPECT_LT(1400000000ull, ns);
+	EXPECT_TRUE(ws_thread_registered());
+	ws_thread_unregister();
+	fake_stop(&f);
+}
+
 #define SLOW_THREADS	8
 
 struct slow_reg {
