@@ -49,10 +49,12 @@ extern "C" {
  * already registered), -ENOENT/-ECONNREFUSED when no scheduler serves
  * hints, -EACCES when the socket is not ours to use, -ENOSPC when every
  * slot of the process is taken, -EPROTO on a version mismatch, -ETIMEDOUT
- * when the loader did not answer within 1 s, -EAGAIN/-ENOMEM when no
+ * when the loader did not take the connection within 1 s or, having
+ * acknowledged it, did not answer within 10 s, -EAGAIN/-ENOMEM when no
  * thread-specific key was left for releasing the slot at thread exit, or
  * the loader's reason for refusing the process (-EUSERS: it serves as many
- * processes as it can; -EMFILE, -ENOMEM).
+ * processes as it can; -EMFILE, -ENOMEM, -EDQUOT: the user's quota of
+ * arrays, -ESRCH: the process was gone when the loader looked).
  * On failure the thread keeps working with its private slot.
  * Pool workers register themselves; the slot is released at thread exit.
  */
