@@ -484,7 +484,8 @@ static bool hint_conn_gone(struct hint_conn *c, short sock_ev, short pid_ev)
  * Delete the entries of hs->dels from hint_procs. One batch: every update
  * or deletion of a map-in-map waits for an (expedited) RCU grace period
  * before it returns, which a batch pays once. A batch stops at its first
- * failure (ENOENT: an entry that was never inserted); the rest go on.
+ * failure (ENOENT: an entry that was never inserted): that one is tried
+ * alone (which also serves a kernel without batches), the rest go on.
  */
 static void hint_flush_dels(struct hint_server *hs)
 {
@@ -495,7 +496,8 @@ static void hint_flush_dels(struct hint_server *hs)
 
 		if (!bpf_map_delete_batch(hs->outer_fd, &hs->dels[done], &n, NULL))
 			break;
-		done += n + 1;		/* skip the one that failed */
+		done += n;
+		bpf_map_delete_elem(hs->outer_fd, &hs->dels[done++]);	/* ENOENT: fine */
 	}
 	hs->nr_dels = 0;
 }
@@ -793,7 +795,10 @@ static void hint_answer_some(struct hint_server *hs)
 			in[done++] = true;
 		if (!err)
 			break;
-		done++;		/* not inserted: refused below */
+		/* The one that failed, alone (also where batches are not
+		 * supported); refused below if it fails again. */
+		in[done] = !bpf_map_update_elem(hs->outer_fd, &keys[done], &fds[done], BPF_ANY);
+		done++;
 	}
 	/* Alive when checked at the accept and still now: the number was
 	 * its own all along, so the entry never described another process. */
