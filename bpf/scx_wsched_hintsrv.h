@@ -13,8 +13,8 @@
  * Bursts: each poll round takes every waiting connection off the listen
  * queue (the identity and room checks are cheap) and acknowledges those
  * that asked (WS_HINT_ASK_ACK), then makes the arrays of up to
- * HINT_ANSWER_BATCH of them, oldest first, skipping clients that gave up,
- * and inserts their entries in one batch: every update or deletion of a
+ * HINT_ANSWER_BATCH of them (for at most HINT_ANSWER_NS), oldest first,
+ * skipping clients that gave up, and inserts their entries in one batch: every update or deletion of a
  * map of maps waits for an RCU grace period, which a batch pays once.
  * Deletions are batched the same way, and always flushed before entries
  * are inserted.
@@ -96,8 +96,12 @@ struct hint_linger {
  * --hint-user-max. */
 #define HINT_USER_MAX_DFL	128
 
-/* Connections answered per poll round, whose entries go in together. */
+/* Connections answered per poll round, whose entries go in together, and
+ * how long a round may spend making their arrays: the connections that
+ * came meanwhile are acknowledged in the next round, within their
+ * clients' first wait (1 s), however slow the arrays are to make. */
 #define HINT_ANSWER_BATCH	64
+#define HINT_ANSWER_NS		50000000ll
 
 struct hint_server {
 	int lfd;		/* -1: hints off */
@@ -573,6 +577,14 @@ static void hint_server_detach(struct hint_server *hs)
 	hs->live = NULL;
 }
 
+static long long hint_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
 /* Release what an unanswered connection holds, after refusing it. */
 static void hint_refuse_conn(struct hint_server *hs, struct hint_conn *c, int reason)
 {
@@ -687,22 +699,24 @@ refuse:
 static void hint_ack_pending(struct hint_server *hs)
 {
 	struct ws_hint_hello ack = { .abi_version = WS_HINT_ABI_VERSION };
-	int i = 0;
+	int i, kept = 0;
 
-	while (i < hs->nr_pend) {
+	for (i = 0; i < hs->nr_pend; i++) {	/* compacted in place, in order */
 		struct hint_conn *c = &hs->pend[i];
 		unsigned char b;
 
 		if (hint_client_left(c->sock)) {
 			hint_refuse_conn(hs, c, EAGAIN);
-			hint_pend_drop(hs, i);
 			continue;
 		}
 		if (!c->acked && recv(c->sock, &b, 1, MSG_DONTWAIT) == 1 && b == WS_HINT_ASK_ACK)
 			c->acked = send(c->sock, &ack, sizeof(ack), MSG_NOSIGNAL | MSG_DONTWAIT) ==
 				   sizeof(ack);
-		i++;
+		if (kept != i)
+			hs->pend[kept] = *c;
+		kept++;
 	}
+	hs->nr_pend = kept;
 }
 
 /* Make @c's array; 0 or the reason to refuse. */
@@ -768,10 +782,12 @@ static void hint_answer_some(struct hint_server *hs)
 	__u32 keys[HINT_ANSWER_BATCH];
 	int fds[HINT_ANSWER_BATCH];
 	bool in[HINT_ANSWER_BATCH];
+	long long t0 = hint_now_ns();
 	int i, k = 0, nb = 0, done = 0, reason;
 
 	hint_flush_dels(hs);
-	while (k < hs->nr_pend && nb < HINT_ANSWER_BATCH) {
+	while (k < hs->nr_pend && nb < HINT_ANSWER_BATCH &&
+	       (!nb || hint_now_ns() - t0 < HINT_ANSWER_NS)) {
 		struct hint_conn *c = &hs->pend[k++];
 
 		reason = hint_client_left(c->sock) ? EAGAIN :
