@@ -18,6 +18,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,21 +42,11 @@ enum {
 	EX_EJECTED	= 6,
 };
 
-/* Same order as struct wsched_stats. */
+/* The counters' names, indexed as struct wsched_stats. */
 static const char *const stat_names[] = {
-	"nr_enqueued", "nr_direct_dispatch", "nr_dispatched_local",
-	"nr_steal_attempts", "nr_steals", "nr_steals_remote_llc",
-	"nr_steals_balance", "nr_kicks", "nr_keep_running",
-	"nr_short_slices", "nr_dispatch_idle", "nr_yield_to",
-	"nr_yield_to_handoff", "nr_yield_to_boost", "nr_yield_to_unfair",
-	"nr_yield_hint", "nr_yield_hint_handoff", "nr_yield_all",
-	"nr_thief_demotions",
-	"nr_grace_granted", "nr_grace_overrun", "nr_hint_malformed",
-	"nr_cs_preempted",
-	"nr_worker_idle_kicks", "nr_thief_preempted", "nr_thief_preempt_stale",
-	"nr_wake_sync_local", "nr_yield_head", "nr_cs_yielded",
-	"nr_grace_yielded", "nr_worker_pulled", "nr_hint_announced",
-	"nr_yield_to_foreign",
+#define WSCHED_STAT_NAME(name) #name,
+	WSCHED_STATS(WSCHED_STAT_NAME)
+#undef WSCHED_STAT_NAME
 };
 _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == WSCHED_NR_STATS,
 	       "stat_names[] out of sync with struct wsched_stats");
@@ -381,26 +372,20 @@ static int read_stats_fd(int fd, int nr_cpus, __u64 *out)
 	return 0;
 }
 
-static size_t stat_index(const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < WSCHED_NR_STATS; i++)
-		if (!strcmp(stat_names[i], name))
-			return i;
-	return 0;
-}
+/* The index of counter @field in struct wsched_stats read as an array. */
+#define STAT_IDX(field) (offsetof(struct wsched_stats, field) / sizeof(__u64))
 
 /* What --monitor's table shows: the counters a user reads most. */
 static const struct {
-	const char *head, *name;
+	const char *head;
+	size_t idx;
 } monitor_cols[] = {
-	{ "enqueue", "nr_enqueued" },		{ "direct", "nr_direct_dispatch" },
-	{ "local", "nr_dispatched_local" },	{ "steals", "nr_steals" },
-	{ "kicks", "nr_kicks" },		{ "keep", "nr_keep_running" },
-	{ "short", "nr_short_slices" },		{ "idle", "nr_dispatch_idle" },
-	{ "yields", "nr_yield_all" },		{ "yieldto", "nr_yield_to" },
-	{ "graces", "nr_grace_granted" },	{ "cs_pre", "nr_cs_preempted" },
+	{ "enqueue", STAT_IDX(nr_enqueued) },	{ "direct", STAT_IDX(nr_direct_dispatch) },
+	{ "local", STAT_IDX(nr_dispatched_local) }, { "steals", STAT_IDX(nr_steals) },
+	{ "kicks", STAT_IDX(nr_kicks) },	{ "keep", STAT_IDX(nr_keep_running) },
+	{ "short", STAT_IDX(nr_short_slices) },	{ "idle", STAT_IDX(nr_dispatch_idle) },
+	{ "yields", STAT_IDX(nr_yield_all) },	{ "yieldto", STAT_IDX(nr_yield_to) },
+	{ "graces", STAT_IDX(nr_grace_granted) }, { "cs_pre", STAT_IDX(nr_cs_preempted) },
 };
 
 /*
@@ -459,7 +444,7 @@ static int monitor(unsigned long secs, bool json, const char *scx_sysfs)
 			}
 			printf("%8.1f", t - t0);
 			for (c = 0; c < cols; c++) {
-				i = stat_index(monitor_cols[c].name);
+				i = monitor_cols[c].idx;
 				printf(" %8.0f", (cur[i] - prev[i]) / (t - t_prev));
 			}
 			printf("\n");

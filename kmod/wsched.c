@@ -79,21 +79,30 @@ module_param_named(dev_mode, wsk_dev_mode, ushort, 0444);
 MODULE_PARM_DESC(dev_mode,
 		 "Permission bits of /dev/wsched (default: 0666; every call is limited to the caller's own threads)");
 
-/* One per CPU; the names are the file names under stats/. */
+/*
+ * The counters, one struct per CPU, listed once: WSK_STATS(X) expands
+ * X(name) for each field in struct order; the names are also the file
+ * names under stats/.
+ */
+#define WSK_STATS(X)							\
+	X(nr_calls)	/* every ioctl on /dev/wsched */			\
+	X(nr_version)	/* WSCHED_IOC_VERSION answered */			\
+	X(nr_yield_to)	/* WSCHED_IOC_YIELD_TO that reached yield_to() */	\
+	X(nr_accepted)	/* ... whose class accepted the yield */		\
+	X(nr_handoffs)	/* ... accepted and the caller switched out (returned 1) */ \
+	X(nr_declined)	/* ... refused by yield_to() (target running, sleeping, other class, class said no) */ \
+	X(nr_alone)	/* ... with one task on each runqueue: nothing to do */	\
+	X(nr_fallbacks)	/* ... not accepted, then yield() (WSCHED_YIELD_TO_FALLBACK) */ \
+	X(nr_einval)	/* refused: bad version/flags/reserved/tid, self, wrong size */ \
+	X(nr_esrch)	/* refused: no such thread, or exiting */		\
+	X(nr_eperm)	/* refused: thread of another process */		\
+	X(nr_efault)	/* refused: bad pointer */				\
+	X(nr_enotty)	/* refused: unknown command */
+
 struct wsk_stats {
-	u64 nr_calls;		/* every ioctl on /dev/wsched */
-	u64 nr_version;		/* WSCHED_IOC_VERSION answered */
-	u64 nr_yield_to;	/* WSCHED_IOC_YIELD_TO that reached yield_to() */
-	u64 nr_accepted;	/* ... whose class accepted the yield */
-	u64 nr_handoffs;	/* ... accepted and the caller switched out (returned 1) */
-	u64 nr_declined;	/* ... refused by yield_to() (target running, sleeping, other class, class said no) */
-	u64 nr_alone;		/* ... with one task on each runqueue: nothing to do */
-	u64 nr_fallbacks;	/* ... not accepted, then yield() (WSCHED_YIELD_TO_FALLBACK) */
-	u64 nr_einval;		/* refused: bad version/flags/reserved/tid, self, wrong size */
-	u64 nr_esrch;		/* refused: no such thread, or exiting */
-	u64 nr_eperm;		/* refused: thread of another process */
-	u64 nr_efault;		/* refused: bad pointer */
-	u64 nr_enotty;		/* refused: unknown command */
+#define WSK_STAT_FIELD(field) u64 field;
+	WSK_STATS(WSK_STAT_FIELD)
+#undef WSK_STAT_FIELD
 };
 
 static struct wsk_stats __percpu *wsk_stats;
@@ -287,36 +296,14 @@ static ssize_t wsk_stat_show(struct device *dev, struct device_attribute *dattr,
 	static struct wsk_stat_attr wsk_attr_##field = {		\
 		.dattr	= __ATTR(field, 0444, wsk_stat_show, NULL),	\
 		.offset	= offsetof(struct wsk_stats, field),		\
-	}
+	};
 
-WSK_STAT_ATTR(nr_calls);
-WSK_STAT_ATTR(nr_version);
-WSK_STAT_ATTR(nr_yield_to);
-WSK_STAT_ATTR(nr_accepted);
-WSK_STAT_ATTR(nr_handoffs);
-WSK_STAT_ATTR(nr_declined);
-WSK_STAT_ATTR(nr_alone);
-WSK_STAT_ATTR(nr_fallbacks);
-WSK_STAT_ATTR(nr_einval);
-WSK_STAT_ATTR(nr_esrch);
-WSK_STAT_ATTR(nr_eperm);
-WSK_STAT_ATTR(nr_efault);
-WSK_STAT_ATTR(nr_enotty);
+WSK_STATS(WSK_STAT_ATTR)
 
 static struct attribute *wsk_stat_attrs[] = {
-	&wsk_attr_nr_calls.dattr.attr,
-	&wsk_attr_nr_version.dattr.attr,
-	&wsk_attr_nr_yield_to.dattr.attr,
-	&wsk_attr_nr_accepted.dattr.attr,
-	&wsk_attr_nr_handoffs.dattr.attr,
-	&wsk_attr_nr_declined.dattr.attr,
-	&wsk_attr_nr_alone.dattr.attr,
-	&wsk_attr_nr_fallbacks.dattr.attr,
-	&wsk_attr_nr_einval.dattr.attr,
-	&wsk_attr_nr_esrch.dattr.attr,
-	&wsk_attr_nr_eperm.dattr.attr,
-	&wsk_attr_nr_efault.dattr.attr,
-	&wsk_attr_nr_enotty.dattr.attr,
+#define WSK_STAT_ATTR_PTR(field) &wsk_attr_##field.dattr.attr,
+	WSK_STATS(WSK_STAT_ATTR_PTR)
+#undef WSK_STAT_ATTR_PTR
 	NULL,
 };
 
