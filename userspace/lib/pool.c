@@ -14,11 +14,14 @@
  * Idle policy. The pool's idle word counts sleeping (high half) and
  * searching (low half) workers. A worker out of work becomes a searcher if
  * fewer than max_searching are (else it parks at once), steals from random
- * victims (cache-sharing ones first), then the public queue; it
- * spins with pause between rounds for spin_ns, then yields between rounds
- * (Arora, Blumofe & Plaxton) for yield_ns, then parks. A yield is directed
+ * victims (cache-sharing ones first), then the public queue; it spins with
+ * pause between rounds for spin_ns, then yields between rounds (Arora,
+ * Blumofe & Plaxton) for yield_ns, then parks. A yield is directed
  * (yield_internal.h) at a worker that holds unshared work it was asked for
- * while it is not running, when the pool has a directed-yield path.
+ * while it is not running, when the pool has a directed-yield path. The
+ * same ladder (idle_step), with its own pauses per step, yield target and
+ * way to block, serves a worker waiting for a stolen task and one waiting
+ * for a job.
  * Parking is a two-phase event (prepare, re-check, commit): under the sleep
  * lock the worker pushes itself on the sleeper list and turns "searching"
  * into "sleeping" with one seq_cst RMW on the idle word; then it re-checks
@@ -55,6 +58,12 @@
  * it never exposes work or wakes anyone, and the sync of a task a thief
  * had taken returns -ECHILD instead of waiting for a thread that is gone.
  *
+ * Atomics: GCC's __atomic builtins on plain fields, the style of the
+ * public inline headers whose fields this file shares (a task's _result,
+ * _done and _thief, a job's _state; userspace/README.md "Atomics"). A field
+ * marked "atomic" is accessed only through them once other threads can see
+ * it; each non-relaxed one names what it pairs with.
+ *
  * Accepted races, and why they are harmless: spawn reads req relaxed,
  * without a fence, so a request or hint set just after it is seen one spawn
  * later; private tasks are not stealable anyway until exposed, and the owner
@@ -66,7 +75,6 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,27 +106,27 @@ struct ws_worker {
 	pthread_t tid;
 	bool started;
 	int cpu;			/* pinned CPU or -1 */
-	_Atomic int cpu_hint;		/* CPU it last looked for work on */
-	/* For directed yields (relaxed: hints only, a stale value costs one
-	 * useless yield): its thread id once started (0 before), and whether
-	 * it is looking for work rather than running tasks. */
-	_Atomic pid_t os_tid;
-	_Atomic bool idle;
+	int cpu_hint;			/* CPU it last looked for work on; atomic */
+	/* For directed yields (atomic, relaxed: hints only, a stale value
+	 * costs one useless yield): its thread id once started (0 before), and
+	 * whether it is looking for work rather than running tasks. */
+	pid_t os_tid;
+	bool idle;
 	uint64_t rng;
 	/* Sleep: the futex word and the sleeper list link. */
-	WS_CACHE_ALIGNED _Atomic uint32_t parked;
+	WS_CACHE_ALIGNED uint32_t parked;	/* atomic */
 	struct ws_worker *next_sleeper;
 	bool in_list;			/* under pool->sleep_lock */
-	/* Counters: single writer, relaxed. */
-	_Atomic uint64_t nr_steals;
-	_Atomic uint64_t nr_steal_fails;
-	_Atomic uint64_t nr_public;
-	_Atomic uint64_t nr_parks;
-	_Atomic uint64_t nr_wakeups;
-	_Atomic uint64_t nr_exposes;
-	_Atomic uint64_t nr_yields;
-	_Atomic uint64_t nr_yield_to;
-	_Atomic uint64_t nr_handoffs;
+	/* Counters: atomic, single writer, relaxed. */
+	uint64_t nr_steals;
+	uint64_t nr_steal_fails;
+	uint64_t nr_public;
+	uint64_t nr_parks;
+	uint64_t nr_wakeups;
+	uint64_t nr_exposes;
+	uint64_t nr_yields;
+	uint64_t nr_yield_to;
+	uint64_t nr_handoffs;
 };
 
 struct ws_pool {
@@ -130,15 +138,15 @@ struct ws_pool {
 	struct ws_yielder yield;	/* read-only once workers run */
 	unsigned fork_gen;		/* fork_gen at create (see "Fork") */
 	size_t stack_size;
-	/* sleeping << 32 | searching; __atomic builtins */
+	/* sleeping << 32 | searching; atomic */
 	WS_CACHE_ALIGNED uint64_t idle;
 	WS_CACHE_ALIGNED pthread_mutex_t sleep_lock;
 	struct ws_worker *sleepers;
 	WS_CACHE_ALIGNED pthread_mutex_t q_lock;
 	struct ws_job *q_head, *q_tail;
 	bool q_closed;
-	_Atomic uint32_t nr_queued;
-	_Atomic int stop;
+	uint32_t nr_queued;		/* atomic */
+	int stop;			/* atomic */
 	/* Topology: the cache (first CPU of the highest shared cache level)
 	 * of each CPU, -1 when unknown; read-only after create. */
 	int nr_cpu_ids;
@@ -149,13 +157,13 @@ struct ws_pool {
 
 /* Forks seen by this process: incremented in each fork child. The only
  * mutable state the runtime shares between pools. */
-static _Atomic unsigned fork_gen;
+static unsigned fork_gen;	/* atomic */
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static int fork_once_err;		/* pthread_atfork's error */
 
 static void fork_child(void)
 {
-	atomic_fetch_add_explicit(&fork_gen, 1, memory_order_relaxed);
+	__atomic_fetch_add(&fork_gen, 1, __ATOMIC_RELAXED);
 }
 
 static void fork_setup(void)
@@ -167,7 +175,7 @@ static void fork_setup(void)
  * see "Fork" above. */
 static inline bool pool_forked(const struct ws_pool *p)
 {
-	return ws_unlikely(atomic_load_explicit(&fork_gen, memory_order_relaxed) !=
+	return ws_unlikely(__atomic_load_n(&fork_gen, __ATOMIC_RELAXED) !=
 			   p->fork_gen);
 }
 
@@ -179,10 +187,10 @@ static inline uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static inline void count(_Atomic uint64_t *c)
+static inline void count(uint64_t *c)
 {
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELAXED);
 }
 
 static inline uint32_t rnd(struct ws_worker *w, uint32_t n)
@@ -201,7 +209,7 @@ static long futex(void *addr, int op, uint32_t val)
 	return syscall(SYS_futex, addr, op, val, NULL, NULL, 0);
 }
 
-static void futex_wait(_Atomic uint32_t *addr, uint32_t val)
+static void futex_wait(uint32_t *addr, uint32_t val)
 {
 	futex(addr, FUTEX_WAIT_PRIVATE, val);	/* EINTR/EAGAIN: caller loops */
 }
@@ -233,7 +241,7 @@ static bool wake_one(struct ws_pool *p)
 		v->in_list = false;
 		idle_add(p, -1, +1);
 		/* release: whatever the waker published is visible to v. */
-		atomic_store_explicit(&v->parked, 0, memory_order_release);
+		__atomic_store_n(&v->parked, 0, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&p->sleep_lock);
 	if (v)
@@ -271,8 +279,8 @@ static bool work_visible(struct ws_pool *p)
 {
 	unsigned i;
 
-	if (atomic_load_explicit(&p->nr_queued, memory_order_seq_cst) ||
-	    atomic_load_explicit(&p->stop, memory_order_seq_cst))
+	if (__atomic_load_n(&p->nr_queued, __ATOMIC_SEQ_CST) ||
+	    __atomic_load_n(&p->stop, __ATOMIC_SEQ_CST))
 		return true;
 	for (i = 0; i < p->nr; i++) {
 		/* seq_cst: the sleeper's re-check (essay). */
@@ -296,7 +304,7 @@ static bool park(struct ws_worker *w, bool searching)
 	bool counted;
 
 	pthread_mutex_lock(&p->sleep_lock);
-	atomic_store_explicit(&w->parked, 1, memory_order_relaxed);
+	__atomic_store_n(&w->parked, 1, __ATOMIC_RELAXED);
 	w->next_sleeper = p->sleepers;
 	p->sleepers = w;
 	w->in_list = true;
@@ -316,14 +324,14 @@ static bool park(struct ws_worker *w, bool searching)
 			*pp = w->next_sleeper;
 			w->in_list = false;
 			idle_add(p, -1, 0);
-			atomic_store_explicit(&w->parked, 0, memory_order_relaxed);
+			__atomic_store_n(&w->parked, 0, __ATOMIC_RELAXED);
 		}
 		pthread_mutex_unlock(&p->sleep_lock);
 		return counted;
 	}
 	count(&w->nr_parks);
 	/* acquire: pairs with the waker's release store. */
-	while (atomic_load_explicit(&w->parked, memory_order_acquire))
+	while (__atomic_load_n(&w->parked, __ATOMIC_ACQUIRE))
 		futex_wait(&w->parked, 1);
 	count(&w->nr_wakeups);
 	return true;
@@ -400,8 +408,8 @@ static struct ws_task *steal_round(struct ws_worker *w, unsigned prefer)
 		for (k = 0; k < n; k++) {
 			struct ws_worker *v = p->w[(start + k) % n];
 
-			if (v == w || cache_of_cpu(p, atomic_load_explicit(&v->cpu_hint,
-						memory_order_relaxed)) != mine)
+			if (v == w || cache_of_cpu(p, __atomic_load_n(&v->cpu_hint,
+						__ATOMIC_RELAXED)) != mine)
 				continue;
 			t = steal_from(w, v);
 			if (t)
@@ -440,7 +448,7 @@ static struct ws_job *take_public(struct ws_pool *p)
 {
 	struct ws_job *j;
 
-	if (!atomic_load_explicit(&p->nr_queued, memory_order_relaxed))
+	if (!__atomic_load_n(&p->nr_queued, __ATOMIC_RELAXED))
 		return NULL;
 	pthread_mutex_lock(&p->q_lock);
 	j = p->q_head;
@@ -448,7 +456,7 @@ static struct ws_job *take_public(struct ws_pool *p)
 		p->q_head = j->_next;
 		if (!p->q_head)
 			p->q_tail = NULL;
-		atomic_fetch_sub_explicit(&p->nr_queued, 1, memory_order_relaxed);
+		__atomic_fetch_sub(&p->nr_queued, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&p->q_lock);
 	return j;
@@ -471,7 +479,7 @@ static void run_job(struct ws_worker *w, struct ws_job *j)
 /* Give the CPU away, towards @target when it is set and started. */
 static void yield_towards(struct ws_worker *w, struct ws_worker *target)
 {
-	pid_t tid = target ? atomic_load_explicit(&target->os_tid, memory_order_relaxed) : 0;
+	pid_t tid = target ? __atomic_load_n(&target->os_tid, __ATOMIC_RELAXED) : 0;
 
 	count(&w->nr_yields);
 	if (tid > 0 && w->pool->yield.path != WS_YIELD_PLAIN) {
@@ -502,32 +510,57 @@ static struct ws_worker *stalled_victim(struct ws_worker *w)
 	for (k = 0; k < n; k++) {
 		struct ws_worker *v = p->w[(start + k) % n];
 
-		if (v != w && !atomic_load_explicit(&v->idle, memory_order_relaxed) &&
+		if (v != w && !__atomic_load_n(&v->idle, __ATOMIC_RELAXED) &&
 		    (_ws_wdq_req(&v->d) & _WS_REQ_SPLIT))
 			return v;
 	}
 	return NULL;
 }
 
-/* Pause between failed rounds: spin (time-calibrated), then yield (towards
- * a stalled victim when there is one). Returns false once the spin and
- * yield budgets are used up. */
-static bool backoff(struct ws_worker *w, uint64_t start)
+/* Whom an idle step yields towards (see yield_towards). */
+enum idle_towards {
+	TOWARDS_NOBODY,		/* a plain yield */
+	TOWARDS_STALLED,	/* a stalled victim, when there is one */
+	TOWARDS_THIEF,		/* the thief of the task being waited for */
+};
+
+/*
+ * The idle ladder, one step of it: with nothing to run since @start, spin
+ * @spins pauses while spin_ns has not passed, then yield (towards whom
+ * @towards says; @t is the task waited for, TOWARDS_THIEF only) while
+ * spin_ns + yield_ns has not. Returns false once both budgets are used up:
+ * the caller then blocks in its own way (parks on the pool, sleeps on the
+ * stolen frame or on the job).
+ */
+static bool idle_step(struct ws_worker *w, uint64_t start, unsigned spins,
+		      enum idle_towards towards, const struct ws_task *t)
 {
 	struct ws_pool *p = w->pool;
+	struct ws_worker *target = NULL;
 	uint64_t el = now_ns() - start;
-	int i;
+	unsigned i, th;
 
 	if (el < p->spin_ns) {
-		for (i = 0; i < 64; i++)
+		for (i = 0; i < spins; i++)
 			ws_cpu_relax();
 		return true;
 	}
-	if (el < p->spin_ns + p->yield_ns) {
-		yield_towards(w, stalled_victim(w));
-		return true;
+	if (el >= p->spin_ns + p->yield_ns)
+		return false;
+	switch (towards) {
+	case TOWARDS_NOBODY:
+		break;
+	case TOWARDS_STALLED:
+		target = stalled_victim(w);
+		break;
+	case TOWARDS_THIEF:
+		th = __atomic_load_n(&t->_thief, __ATOMIC_RELAXED);
+		if (th < p->nr && th != w->idx)
+			target = p->w[th];
+		break;
 	}
-	return false;
+	yield_towards(w, target);
+	return true;
 }
 
 /* ------------------------------------------------------------ workers */
@@ -544,7 +577,7 @@ static int find_work(struct ws_worker *w, struct ws_task **tp, struct ws_job **j
 	ws_hint_set_stealable(0);
 
 	if (w->cpu < 0 && p->cache_of)
-		atomic_store_explicit(&w->cpu_hint, sched_getcpu(), memory_order_relaxed);
+		__atomic_store_n(&w->cpu_hint, sched_getcpu(), __ATOMIC_RELAXED);
 
 	for (;;) {
 		if (searching) {
@@ -559,16 +592,16 @@ static int find_work(struct ws_worker *w, struct ws_task **tp, struct ws_job **j
 					leave_searching(w, true);
 					return FOUND_JOB;
 				}
-				if (atomic_load_explicit(&p->stop, memory_order_acquire) &&
-				    !atomic_load_explicit(&p->nr_queued, memory_order_acquire)) {
+				if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE) &&
+				    !__atomic_load_n(&p->nr_queued, __ATOMIC_ACQUIRE)) {
 					leave_searching(w, false);
 					return FOUND_NONE;
 				}
-				if (p->no_spin || !backoff(w, start))
+				if (p->no_spin || !idle_step(w, start, 64, TOWARDS_STALLED, NULL))
 					break;
 			}
-		} else if (atomic_load_explicit(&p->stop, memory_order_acquire) &&
-			   !atomic_load_explicit(&p->nr_queued, memory_order_acquire)) {
+		} else if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE) &&
+			   !__atomic_load_n(&p->nr_queued, __ATOMIC_ACQUIRE)) {
 			return FOUND_NONE;
 		}
 		ws_hint_set_state(WS_HINT_PARKED);
@@ -599,11 +632,11 @@ static void *worker_main(void *arg)
 
 	pin_self(w);
 	ws_thread_register();	/* hints, when scx_wsched serves them; else a no-op */
-	atomic_store_explicit(&w->os_tid, ws_gettid(), memory_order_relaxed);
+	__atomic_store_n(&w->os_tid, ws_gettid(), __ATOMIC_RELAXED);
 	for (;;) {
-		atomic_store_explicit(&w->idle, true, memory_order_relaxed);
+		__atomic_store_n(&w->idle, true, __ATOMIC_RELAXED);
 		r = find_work(w, &t, &j);
-		atomic_store_explicit(&w->idle, false, memory_order_relaxed);
+		__atomic_store_n(&w->idle, false, __ATOMIC_RELAXED);
 		if (r == FOUND_NONE)
 			break;
 		ws_hint_set_state(WS_HINT_WORKER);
@@ -684,7 +717,7 @@ int _ws_group_trampoline(struct ws_worker *w, void *arg)
 static bool wait_stolen(struct ws_worker *w, struct ws_task *t)
 {
 	struct ws_pool *p = w->pool;
-	uint64_t start = 0, el;
+	uint64_t start = 0;
 
 	while (!_ws_wdq_done(t)) {
 		struct ws_task *x;
@@ -700,18 +733,12 @@ static bool wait_stolen(struct ws_worker *w, struct ws_task *t)
 		}
 		if (!start)
 			start = now_ns();
-		el = now_ns() - start;
-		if (el < p->spin_ns) {
-			for (int i = 0; i < 32; i++)
-				ws_cpu_relax();
-		} else if (el < p->spin_ns + p->yield_ns) {
-			unsigned th = __atomic_load_n(&t->_thief, __ATOMIC_RELAXED);
-
-			yield_towards(w, th < p->nr && th != w->idx ? p->w[th] : NULL);
-		} else if (/* acquire: as _ws_wdq_done, when it reads DONE */
-			   __atomic_compare_exchange_n(&t->_done, &z, _WS_TASK_SLEEPER, false,
-						       __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE) ||
-			   z == _WS_TASK_SLEEPER) {
+		if (idle_step(w, start, 32, TOWARDS_THIEF, t))
+			continue;
+		/* acquire: as _ws_wdq_done, when it reads DONE */
+		if (__atomic_compare_exchange_n(&t->_done, &z, _WS_TASK_SLEEPER, false,
+						__ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE) ||
+		    z == _WS_TASK_SLEEPER) {
 			count(&w->nr_parks);
 			futex((void *)&t->_done, FUTEX_WAIT_PRIVATE, _WS_TASK_SLEEPER);
 		}
@@ -827,7 +854,7 @@ int ws_pool_submit(struct ws_pool *p, struct ws_job *job, struct ws_group *group
 		p->q_head = job;
 	p->q_tail = job;
 	/* seq_cst: the producer's RMW of the sleeper handshake. */
-	atomic_fetch_add_explicit(&p->nr_queued, 1, memory_order_seq_cst);
+	__atomic_fetch_add(&p->nr_queued, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&p->q_lock);
 	maybe_wake(p);
 	return 0;
@@ -870,7 +897,6 @@ int ws_job_wait(struct ws_job *job)
 		while (!ws_job_done(job)) {
 			struct ws_task *t = steal_round(w, UINT_MAX);
 			struct ws_job *j;
-			uint64_t el;
 
 			if (t) {
 				run_stolen(w, t);
@@ -878,11 +904,7 @@ int ws_job_wait(struct ws_job *job)
 			} else if ((j = take_public(p))) {
 				run_job(w, j);
 				start = now_ns();
-			} else if ((el = now_ns() - start) < p->spin_ns) {
-				ws_cpu_relax();
-			} else if (el < p->spin_ns + p->yield_ns) {
-				yield_towards(w, NULL);
-			} else {
+			} else if (!idle_step(w, start, 1, TOWARDS_NOBODY, NULL)) {
 				break;
 			}
 		}
@@ -983,7 +1005,7 @@ static void stop_and_join(struct ws_pool *p)
 	p->q_closed = true;
 	pthread_mutex_unlock(&p->q_lock);
 	/* seq_cst: sleepers re-check stop after registering (essay). */
-	atomic_store_explicit(&p->stop, 1, memory_order_seq_cst);
+	__atomic_store_n(&p->stop, 1, __ATOMIC_SEQ_CST);
 	wake_all(p);
 	for (i = 0; i < p->nr; i++)
 		if (p->w[i] && p->w[i]->started)
@@ -1023,7 +1045,7 @@ int ws_pool_create(struct ws_pool **out, const struct ws_pool_attr *attr)
 	if (!p)
 		return -ENOMEM;
 	memset(p, 0, sizeof(*p));
-	p->fork_gen = atomic_load_explicit(&fork_gen, memory_order_relaxed);
+	p->fork_gen = __atomic_load_n(&fork_gen, __ATOMIC_RELAXED);
 	pthread_mutex_init(&p->sleep_lock, NULL);
 	pthread_mutex_init(&p->q_lock, NULL);
 	err = ws_yielder_open(&p->yield, a.yield_path);
@@ -1061,7 +1083,7 @@ int ws_pool_create(struct ws_pool **out, const struct ws_pool_attr *attr)
 		if (!w->rng)
 			w->rng = 1;
 		w->cpu = a.pin && nr_cpus > 0 ? cpus[i % (unsigned)nr_cpus] : -1;
-		atomic_init(&w->cpu_hint, w->cpu);
+		w->cpu_hint = w->cpu;	/* before the workers start */
 		if (!w->d.slot) {
 			free_pool(p);
 			return -ENOMEM;
@@ -1139,15 +1161,15 @@ int ws_pool_get_stats(const struct ws_pool *p, unsigned idx, struct ws_worker_st
 		return -ECHILD;
 	w = p->w[idx];
 	st->nr_tasks = __atomic_load_n(&w->d.nr_tasks, __ATOMIC_RELAXED);
-	st->nr_steals = atomic_load_explicit(&w->nr_steals, memory_order_relaxed);
-	st->nr_steal_fails = atomic_load_explicit(&w->nr_steal_fails, memory_order_relaxed);
-	st->nr_public = atomic_load_explicit(&w->nr_public, memory_order_relaxed);
-	st->nr_parks = atomic_load_explicit(&w->nr_parks, memory_order_relaxed);
-	st->nr_wakeups = atomic_load_explicit(&w->nr_wakeups, memory_order_relaxed);
-	st->nr_exposes = atomic_load_explicit(&w->nr_exposes, memory_order_relaxed);
-	st->nr_yields = atomic_load_explicit(&w->nr_yields, memory_order_relaxed);
-	st->nr_yield_to = atomic_load_explicit(&w->nr_yield_to, memory_order_relaxed);
-	st->nr_handoffs = atomic_load_explicit(&w->nr_handoffs, memory_order_relaxed);
+	st->nr_steals = __atomic_load_n(&w->nr_steals, __ATOMIC_RELAXED);
+	st->nr_steal_fails = __atomic_load_n(&w->nr_steal_fails, __ATOMIC_RELAXED);
+	st->nr_public = __atomic_load_n(&w->nr_public, __ATOMIC_RELAXED);
+	st->nr_parks = __atomic_load_n(&w->nr_parks, __ATOMIC_RELAXED);
+	st->nr_wakeups = __atomic_load_n(&w->nr_wakeups, __ATOMIC_RELAXED);
+	st->nr_exposes = __atomic_load_n(&w->nr_exposes, __ATOMIC_RELAXED);
+	st->nr_yields = __atomic_load_n(&w->nr_yields, __ATOMIC_RELAXED);
+	st->nr_yield_to = __atomic_load_n(&w->nr_yield_to, __ATOMIC_RELAXED);
+	st->nr_handoffs = __atomic_load_n(&w->nr_handoffs, __ATOMIC_RELAXED);
 	return 0;
 }
 
