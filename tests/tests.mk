@@ -1,14 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Tests under tests/ (included by the top-level Makefile):
-#   tests/native/*.c  kselftest-harness programs that need no kernel support,
-#                     run natively (in the lab rootfs) by `make test-native`;
+#   tests/native/     tests that need no kernel support, run natively (in
+#                     the lab rootfs) by `make test-native`: kselftest-harness
+#                     programs (*.c) and TAP scripts (install_test.sh here,
+#                     man_test.sh from man/man.mk);
 #   tests/guest/*.c   kselftest-harness programs that need root on a sched_ext
 #                     kernel, run in the lab guest by `make test-guest`;
 #   tests/host/*.sh   TAP scripts that test scripts/lab itself, run on the
-#                     host by scripts/check (only when the lab is used);
-#   tests/install_test.sh  make install and uninstall into a DESTDIR, run
-#                     by `make test-native`.
+#                     host by scripts/check (only when the lab is used).
 # Other parts add their own tests to NATIVE_TESTS/GUEST_TESTS the same way.
 
 KSFT_CFLAGS = $(BASE_CFLAGS) -I$(KSFT_INC) -Wno-sign-compare
@@ -45,10 +45,10 @@ $(HINT_TEST): $(WS_NORM_LIB) $(TOP)/bpf/scx_wsched.h $(wildcard $(TOP)/userspace
 $(HINT_TEST): KSFT_CFLAGS += -I$(TOP)/bpf -I$(TOP)/userspace/include -pthread
 $(HINT_TEST): LDFLAGS += $(WS_NORM_LIB) -pthread $(LIBBPF_LIBS)
 
-# make install and uninstall (tests/install_test.sh), through a wrapper that
+# make install and uninstall (tests/native/install_test.sh), through a wrapper that
 # names this tree; it runs make install itself, on what make all built.
 INSTALL_TEST := $(BUILD)/tests/native/install_test
-$(INSTALL_TEST): $(TOP)/tests/install_test.sh | $(ALL)
+$(INSTALL_TEST): $(TOP)/tests/native/install_test.sh $(TOP)/tests/tests.mk | $(ALL)
 	$(call script_test_wrapper,$< $(TOP))
 CHECK_BUILD  += $(INSTALL_TEST)
 NATIVE_TESTS += $(INSTALL_TEST)

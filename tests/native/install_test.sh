@@ -14,7 +14,7 @@
 # tree built (make all).
 # Usage: install_test.sh [top of the tree] (default: this script's tree).
 set -u
-TOP=${1:-$(dirname "$(dirname "$(readlink -f "$0")")")}
+TOP=${1:-$(dirname "$(dirname "$(dirname "$(readlink -f "$0")")")")}
 . "$TOP/tests/tap.sh"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT

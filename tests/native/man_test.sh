@@ -10,7 +10,7 @@
 # Usage: man_test.sh [top of the tree] (default: this script's tree), after
 # make all.
 set -u
-TOP=${1:-$(dirname "$(dirname "$(readlink -f "$0")")")}
+TOP=${1:-$(dirname "$(dirname "$(dirname "$(readlink -f "$0")")")")}
 . "$TOP/tests/tap.sh"
 MAN=$TOP/man
 BIN=$TOP/build/bin
