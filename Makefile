@@ -62,7 +62,7 @@ LAB_TIMEOUT ?= 3000
 
 # Targets that run in the lab rootfs (chroot) and those that need the lab
 # guest (a running sched_ext kernel), when LAB=1.
-EXEC_TARGETS := all check-build test-native stress-native bench-lib
+EXEC_TARGETS := all check-build test-native stress-native bench-lib report
 GUEST_TARGETS := test-guest stress-guest bench-sched bench-coop
 .PHONY: $(EXEC_TARGETS) $(GUEST_TARGETS) check run help clean lab-setup lab-shell stress bench \
 	install uninstall
@@ -80,6 +80,7 @@ help:
 	@echo '  test-guest   run only the integration tests (root on a sched_ext kernel)'
 	@echo '  stress       long stress runs (stress-native, stress-guest; not in check)'
 	@echo '  bench        benchmarks printing JSON lines (bench-lib, bench-sched, bench-coop)'
+	@echo '  report       tables and plots of Documentation/results/ from their saved JSON'
 	@echo '  lab-setup    create or update the cached lab rootfs (scripts/lab setup)'
 	@echo '  lab-shell    an interactive shell in the lab rootfs (chroot)'
 	@echo '  install      install what all builds (PREFIX, DESTDIR; README.md "Install")'
@@ -280,6 +281,11 @@ test-native: $(NATIVE_TESTS)
 
 test-guest: $(GUEST_TESTS)
 	$(Q)$(TOP)/tests/run-tests --suite guest $(GUEST_TESTS)
+
+# Documentation/results/: tables and plots from the JSON lines saved in
+# Documentation/results/data/ (scripts/report; gnuplot-nox).
+report:
+	$(Q)$(TOP)/scripts/report
 
 # Parts add their own stress-native/stress-guest/bench-lib/bench-sched/
 # bench-coop prerequisites; with none, these targets only say so.
