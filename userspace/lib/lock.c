@@ -163,9 +163,9 @@ void ws_spinlock_unlock(ws_spinlock_t *l)
  *   which breaks the chain.
  * Marks: every waiter from taking its ticket (the lock passes to it in
  * order whether it runs or not, so preempting it stalls every later waiter
- * as much as preempting the holder). Marking only the first waiter was
- * tried: at 2 x oversubscription under scx_wsched it kept about 60% of the
- * throughput that marking every waiter keeps (Documentation/cooperation.md).
+ * as much as preempting the holder). Marking only the first waiter leaves
+ * the later ones to be preempted with their turn coming, and under
+ * oversubscription the lock then keeps much less of its throughput.
  * One pause per probe, no backoff proportional to the distance from the
  * front: distance x 16 pauses is already several microseconds where a
  * pause costs 100+ ns, longer than a short section, and in the emulated
