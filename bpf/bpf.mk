@@ -83,15 +83,15 @@ $(SCX_SIMPLE): $(SCX_SIMPLE_SRC)/scx_simple.c $(BUILD)/bench/scx_simple.bpf.skel
 # These recipes run where `make LAB=0 <target>` runs: in the lab guest when
 # the top-level Makefile is used with LAB=1 (LAB_CPUS vCPUs, default 4).
 
-# The stall-freedom run again, for 60 s, on every CPU of the machine; the
-# issue asks for 16 vCPUs: `make stress-guest LAB_CPUS=16`. Then the
+# The stall-freedom run again, for 60 s, on every CPU of the machine: 16
+# vCPUs when `make stress-guest` boots the lab guest (STRESS_CPUS). Then the
 # hostile-hints case of scx_wsched_hint for 60 s under the same stress-ng
 # load (10 s in `make check`), and its array churn for 50,000 cycles (400).
 .PHONY: stress-scx-wsched
 stress-guest: stress-scx-wsched
 stress-scx-wsched: $(BUILD)/tests/guest/scx_wsched_stall $(BUILD)/tests/guest/scx_wsched_hint $(BPF_LOADERS)
 	$(Q)if [ "$$(nproc)" -lt 16 ]; then \
-	  echo "stress-scx-wsched: $$(nproc) CPUs here; the 16-vCPU run is: make stress-guest LAB_CPUS=16"; fi
+	  echo "stress-scx-wsched: $$(nproc) CPUs here; the 16-vCPU run is make stress-guest through the lab (STRESS_CPUS=16)"; fi
 	$(Q)WSCHED_STALL_SECS=60 $(TOP)/tests/run-tests --suite stress-sched $<
 	$(Q)WSCHED_HOSTILE_SECONDS=60 $(BUILD)/tests/guest/scx_wsched_hint \
 		-t random_bytes_in_every_slot_under_stress_change_nothing_fatal
