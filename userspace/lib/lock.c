@@ -116,10 +116,10 @@ void ws_spinlock_lock(ws_spinlock_t *l)
 		 * that long again. Time, not iterations: a pause costs 10 to
 		 * 100+ ns, and under QEMU's single-threaded TCG each one hands
 		 * the host thread to another vCPU. So the clock is read every
-		 * round (a vDSO read beside up to 1024 pauses; reading it every
-		 * 16th round meant 16k pauses between reads once the backoff
-		 * was full, far more than 50 us, and in the lab guest a waiter
-		 * never got to yield during a 100 ms section).
+		 * round (a vDSO read beside up to 1024 pauses): reading it
+		 * less often would leave thousands of pauses between reads
+		 * once the backoff is full, far more than SPIN_SPIN_NS, and a
+		 * waiter might never yield during a long section.
 		 */
 		now = mono_ns();
 		if (h != last) {	/* first held round (last 0), or a new holder */
@@ -168,10 +168,10 @@ void ws_spinlock_unlock(ws_spinlock_t *l)
  * oversubscription the lock then keeps much less of its throughput.
  * One pause per probe, no backoff proportional to the distance from the
  * front: distance x 16 pauses is already several microseconds where a
- * pause costs 100+ ns, longer than a short section, and in the emulated
- * lab guest each pause hands the host CPU to another vCPU: there the
- * proportional backoff tripled the median wait (51 us against 15 us at
- * 4 threads on 4 vCPUs).
+ * pause costs 100+ ns, longer than a short section, so a waiter whose
+ * turn came would notice it late while the lock sat unused (worse in the
+ * emulated lab guest, where each pause hands the host CPU to another
+ * vCPU).
  */
 #define TICKET_WHO_MASK		(WS_TICKET_WHO - 1)
 #define TICKET_STALL_NS		20000u	/* owner unchanged this long: a stall */
