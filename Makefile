@@ -62,7 +62,7 @@ LAB_TIMEOUT ?= 3000
 
 # Targets that run in the lab rootfs (chroot) and those that need the lab
 # guest (a running sched_ext kernel), when LAB=1.
-EXEC_TARGETS := all check-build test-native stress-native bench-lib report
+EXEC_TARGETS := all check-build test-native stress-native bench-lib report run-build
 GUEST_TARGETS := test-guest stress-guest bench-sched bench-coop
 .PHONY: $(EXEC_TARGETS) $(GUEST_TARGETS) check run help clean lab-setup lab-shell stress bench \
 	install uninstall
@@ -75,7 +75,8 @@ help:
 	@echo '  check-build  build everything: all, the tests and the benchmark helpers'
 	@echo '  check        build, run the unit tests natively and the integration'
 	@echo '               tests in the lab guest; last line: N passed, N failed, N skipped'
-	@echo '  run          boot the lab and show its state with a demo workload'
+	@echo '  run          build, boot the lab, and show a lock-heavy and a fork/join program'
+	@echo '               under EEVDF and scx_wsched, with its counters (scripts/demo)'
 	@echo '  test-native  run only the unit tests (no kernel support needed)'
 	@echo '  test-guest   run only the integration tests (root on a sched_ext kernel)'
 	@echo '  stress       long stress runs (stress-native, stress-guest; not in check)'
@@ -98,7 +99,7 @@ help:
 check:
 	$(Q)$(TOP)/scripts/check
 
-run:
+run: run-build
 	$(Q)$(TOP)/scripts/demo
 
 lab-setup:
@@ -150,6 +151,7 @@ BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARNINGS) $(CFLAGS)
 
 ALL :=
 CHECK_BUILD :=
+RUN_BUILD :=
 NATIVE_TESTS :=
 GUEST_TESTS :=
 
@@ -223,6 +225,9 @@ include $(wildcard $(TOP)/userspace/userspace.mk $(TOP)/bpf/bpf.mk \
 		   $(TOP)/tests/tests.mk)
 
 all: $(ALL)
+
+# make run: what scripts/demo runs.
+run-build: $(ALL) $(RUN_BUILD)
 
 .PHONY: FORCE
 FORCE:

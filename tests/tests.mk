@@ -52,3 +52,11 @@ $(INSTALL_TEST): $(TOP)/tests/native/install_test.sh $(TOP)/tests/tests.mk | $(A
 	$(call script_test_wrapper,$< $(TOP))
 CHECK_BUILD  += $(INSTALL_TEST)
 NATIVE_TESTS += $(INSTALL_TEST)
+
+# make run's demo (tests/guest/demo_test.sh), in the guest suite: it loads
+# scx_wsched itself.
+DEMO_TEST := $(BUILD)/tests/guest/demo_test
+$(DEMO_TEST): $(TOP)/tests/guest/demo_test.sh | run-build
+	$(call script_test_wrapper,$< $(TOP))
+CHECK_BUILD += $(DEMO_TEST)
+GUEST_TESTS += $(DEMO_TEST)

@@ -270,6 +270,16 @@ $(WS_UNMOD): $(WS_DIR)/bench/unmod.cpp
 ALL += $(WS_PRELOAD_SO) $(WSCHED_RUN) $(WSCHED_RUN_INSTALLED)
 CHECK_BUILD += $(WS_PRELOAD_COST) $(WS_UNMOD)
 
+# lockdemo: the plain pthread_spin_lock program `make run` shows
+# (scripts/demo); RUN_BUILD: what make run needs besides ALL.
+WS_LOCKDEMO := $(BUILD)/demo/lockdemo
+$(WS_LOCKDEMO): $(WS_DIR)/demo/lockdemo.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -pthread -o $@ $< $(LDFLAGS)
+CHECK_BUILD += $(WS_LOCKDEMO)
+RUN_BUILD += $(WS_LOCKDEMO)
+
 # preload_test: libwsched-preload.so and wsched-run against a fake loader.
 # Built without libwsched (like the programs wsched-run is for), with
 # OpenMP; preload_static is the statically linked program it runs.
