@@ -18,6 +18,8 @@
  *   waits in pthread_cond_*wait (which releases the mutex inside libc), and
  *   the time between libgomp's critical/atomic/lock entry points and their
  *   matching ends.
+ * - Once the process gave up registering (no loader, no access), leaves
+ *   the unregistered threads' calls as they are: straight to the real ones.
  * - A sched_yield() outside every section is then an ABP yield (scx_wsched
  *   puts a registered thread that yields at depth 0 behind every task
  *   waiting on its CPU); inside a section it keeps its plain meaning. With
@@ -37,8 +39,8 @@
  *
  * Concurrency: the resolved function pointers are written at most once per
  * value (every thread resolves the same address: relaxed atomics suffice);
- * the "hot" word and proc_state say above them why relaxed is enough.
- * Per-thread state is thread-local.
+ * the "hot" word says above it why relaxed is enough. Per-thread state is
+ * thread-local.
  */
 #include <dlfcn.h>
 #include <link.h>
@@ -60,8 +62,23 @@
 /*
  * The word every interposed call reads (relaxed: each bit is written once,
  * or, for HOT_PENDING, by the only thread of a fork child and then by that
- * thread): which families are on, whether it was parsed yet, and whether a
- * fork child's thread still has to register.
+ * thread): which families are on, whether it was parsed yet, whether a
+ * fork child's thread still has to register, and whether the process gave
+ * up registering (HOT_OFF).
+ *
+ * HOT_OFF is set when a registration failed for a reason that will not
+ * change while the process lives (no loader, no access, another ABI): no
+ * thread of this library tries again, and a fork child inherits it. From
+ * then on an unregistered thread's marks could never reach a scheduler
+ * (only registration carries the private slot's depth into a shared one),
+ * so its interposed calls go straight to the real ones, as if this library
+ * were not loaded. A thread that registers anyway (the program calling
+ * libwsched's ws_thread_register, which binds to this library's copy) is
+ * marked again from its next lock on; a lock it held while registering is
+ * not in its depth then, which the unmark's floor at 0 absorbs. Accepted:
+ * a thread holding a lock at the moment HOT_OFF is set keeps a private
+ * depth that its unlock no longer lowers; it matters only to such a late
+ * registration, which then starts inside a section that never ends.
  */
 enum {
 	FAM_LOCKS	= 1u << 0,
@@ -69,6 +86,7 @@ enum {
 	FAM_YIELD	= 1u << 2,
 	FAM_INHERIT	= 1u << 3,
 	FAM_ALL		= FAM_LOCKS | FAM_OMP | FAM_YIELD | FAM_INHERIT,
+	HOT_OFF		= 1u << 29,
 	HOT_PENDING	= 1u << 30,
 	HOT_PARSED	= 1u << 31,
 };
@@ -119,13 +137,11 @@ static inline unsigned families(void)
 
 /* --------------------------------------------------------------- registration */
 
-/*
- * Process state. OFF once a registration failed for a reason that will not
- * change while the process lives (no loader, no access, another ABI): no
- * thread tries again.
- */
-enum { PROC_TRY = 0, PROC_OFF = 1 };
-static int proc_state;
+static inline bool proc_off(void)
+{
+	return __atomic_load_n(&hot, __ATOMIC_RELAXED) & HOT_OFF;
+}
+
 static __thread int in_register __attribute__((tls_model("initial-exec")));
 
 static void report(int err)
@@ -176,7 +192,7 @@ static void register_self(void)
 {
 	int err;
 
-	if (__atomic_load_n(&proc_state, __ATOMIC_RELAXED) == PROC_OFF || in_register)
+	if (proc_off() || in_register)
 		return;
 	in_register = 1;
 	err = ws_thread_register();
@@ -189,8 +205,7 @@ static void register_self(void)
 	/* -ENOSPC (every slot of the process taken) is this thread's alone;
 	 * any other failure is the process's, reported by the thread that
 	 * finds it first. */
-	if (err != -ENOSPC &&
-	    __atomic_exchange_n(&proc_state, PROC_OFF, __ATOMIC_RELAXED) != PROC_OFF)
+	if (err != -ENOSPC && !(__atomic_fetch_or(&hot, HOT_OFF, __ATOMIC_RELAXED) & HOT_OFF))
 		report(err);
 }
 
@@ -199,8 +214,7 @@ static __attribute__((noinline, cold)) void register_pending(void)
 {
 	if (!(__atomic_fetch_and(&hot, ~HOT_PENDING, __ATOMIC_RELAXED) & HOT_PENDING))
 		return;
-	if (!ws_thread_registered() && !in_register &&
-	    __atomic_load_n(&proc_state, __ATOMIC_RELAXED) != PROC_OFF)
+	if (!ws_thread_registered() && !in_register && !proc_off())
 		register_self();
 }
 
@@ -208,7 +222,7 @@ static void atfork_child(void)
 {
 	/* lib/hint.c's own fork handler dropped the parent's mapping and
 	 * connection; this thread is unregistered now. */
-	if (__atomic_load_n(&proc_state, __ATOMIC_RELAXED) != PROC_OFF)
+	if (!proc_off())
 		__atomic_fetch_or(&hot, HOT_PENDING, __ATOMIC_RELAXED);
 }
 
@@ -362,6 +376,64 @@ static __attribute__((always_inline)) inline void exit_if(unsigned fam)
 		ws_critical_exit();
 }
 
+/*
+ * The call needs no mark: the process gave up registering and this thread
+ * is not registered (HOT_OFF above). Tested before the real call, so that
+ * the wrapper can end in a jump to it: where no loader runs, the library
+ * then costs each call four loads (this word, the thread's slot pointer
+ * and its TLS offset, the real function), three branches and the jump.
+ */
+static __attribute__((always_inline)) inline bool bypass(void)
+{
+	return proc_off() && !ws_thread_registered();
+}
+
+/*
+ * INTERPOSE(name, (params), (args)) { body }: the exported int function
+ * @name calls the real one when bypass() says so, else runs the body. The
+ * body is a function of its own (marked_@name), and so is the first call's
+ * lookup of the real function (first_@name), so that the bypass needs no
+ * stack frame: a load and a jump to the real function.
+ * INTERPOSE_VOID: the same for a void function.
+ */
+#define INTERPOSE(name, params, args)						\
+	static int marked_##name params;					\
+	static __attribute__((noinline, cold)) int first_##name params		\
+	{									\
+		return get_##name() args;					\
+	}									\
+	EXPORT int name params							\
+	{									\
+		if (bypass()) {							\
+			__typeof__(real_##name) f =				\
+				__atomic_load_n(&real_##name, __ATOMIC_RELAXED); \
+			return __builtin_expect(f != NULL, 1) ? f args : first_##name args; \
+		}								\
+		return marked_##name args;					\
+	}									\
+	static __attribute__((noinline)) int marked_##name params
+
+#define INTERPOSE_VOID(name, params, args)					\
+	static void marked_##name params;					\
+	static __attribute__((noinline, cold)) void first_##name params	\
+	{									\
+		get_##name() args;						\
+	}									\
+	EXPORT void name params							\
+	{									\
+		if (bypass()) {							\
+			__typeof__(real_##name) f =				\
+				__atomic_load_n(&real_##name, __ATOMIC_RELAXED); \
+			if (__builtin_expect(f != NULL, 1))			\
+				f args;						\
+			else							\
+				first_##name args;				\
+		} else {							\
+			marked_##name args;					\
+		}								\
+	}									\
+	static __attribute__((noinline)) void marked_##name params
+
 /* ------------------------------------------------------------- pthread_create */
 
 struct start {
@@ -384,7 +456,7 @@ EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(
 	struct start *st = NULL;
 	int e = errno, rc;
 
-	if (__atomic_load_n(&proc_state, __ATOMIC_RELAXED) != PROC_OFF)
+	if (!proc_off())
 		st = malloc(sizeof(*st));
 	errno = e;
 	if (!st)
@@ -406,7 +478,7 @@ static inline bool acquired(int rc)
 }
 
 REAL(int, pthread_mutex_lock, pthread_mutex_t *)
-EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+INTERPOSE(pthread_mutex_lock, (pthread_mutex_t *m), (m))
 {
 	int rc = get_pthread_mutex_lock()(m);
 
@@ -416,7 +488,7 @@ EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 }
 
 REAL(int, pthread_mutex_trylock, pthread_mutex_t *)
-EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
+INTERPOSE(pthread_mutex_trylock, (pthread_mutex_t *m), (m))
 {
 	int rc = get_pthread_mutex_trylock()(m);
 
@@ -426,7 +498,7 @@ EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
 }
 
 REAL(int, pthread_mutex_timedlock, pthread_mutex_t *, const struct timespec *)
-EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *ts)
+INTERPOSE(pthread_mutex_timedlock, (pthread_mutex_t *m, const struct timespec *ts), (m, ts))
 {
 	int rc = get_pthread_mutex_timedlock()(m, ts);
 
@@ -436,7 +508,8 @@ EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *ts
 }
 
 REAL(int, pthread_mutex_clocklock, pthread_mutex_t *, clockid_t, const struct timespec *)
-EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t c, const struct timespec *ts)
+INTERPOSE(pthread_mutex_clocklock, (pthread_mutex_t *m, clockid_t c, const struct timespec *ts),
+	  (m, c, ts))
 {
 	int rc = get_pthread_mutex_clocklock()(m, c, ts);
 
@@ -446,7 +519,7 @@ EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t c, const struct
 }
 
 REAL(int, pthread_mutex_unlock, pthread_mutex_t *)
-EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+INTERPOSE(pthread_mutex_unlock, (pthread_mutex_t *m), (m))
 {
 	int rc = get_pthread_mutex_unlock()(m);
 
@@ -464,7 +537,7 @@ EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
  */
 
 REAL(int, pthread_cond_wait, pthread_cond_t *, pthread_mutex_t *)
-EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+INTERPOSE(pthread_cond_wait, (pthread_cond_t *c, pthread_mutex_t *m), (c, m))
 {
 	int rc;
 
@@ -475,7 +548,8 @@ EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 }
 
 REAL(int, pthread_cond_timedwait, pthread_cond_t *, pthread_mutex_t *, const struct timespec *)
-EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *ts)
+INTERPOSE(pthread_cond_timedwait,
+	  (pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *ts), (c, m, ts))
 {
 	int rc;
 
@@ -487,8 +561,9 @@ EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const s
 
 REAL(int, pthread_cond_clockwait, pthread_cond_t *, pthread_mutex_t *, clockid_t,
      const struct timespec *)
-EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk,
-				  const struct timespec *ts)
+INTERPOSE(pthread_cond_clockwait,
+	  (pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk, const struct timespec *ts),
+	  (c, m, clk, ts))
 {
 	int rc;
 
@@ -501,7 +576,7 @@ EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid
 /* --------------------------------------------------------------- spin locks */
 
 REAL(int, pthread_spin_lock, pthread_spinlock_t *)
-EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
+INTERPOSE(pthread_spin_lock, (pthread_spinlock_t *l), (l))
 {
 	int rc = get_pthread_spin_lock()(l);
 
@@ -511,7 +586,7 @@ EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
 }
 
 REAL(int, pthread_spin_trylock, pthread_spinlock_t *)
-EXPORT int pthread_spin_trylock(pthread_spinlock_t *l)
+INTERPOSE(pthread_spin_trylock, (pthread_spinlock_t *l), (l))
 {
 	int rc = get_pthread_spin_trylock()(l);
 
@@ -521,7 +596,7 @@ EXPORT int pthread_spin_trylock(pthread_spinlock_t *l)
 }
 
 REAL(int, pthread_spin_unlock, pthread_spinlock_t *)
-EXPORT int pthread_spin_unlock(pthread_spinlock_t *l)
+INTERPOSE(pthread_spin_unlock, (pthread_spinlock_t *l), (l))
 {
 	int rc = get_pthread_spin_unlock()(l);
 
@@ -533,7 +608,7 @@ EXPORT int pthread_spin_unlock(pthread_spinlock_t *l)
 /* ------------------------------------------------------------------ rwlocks */
 
 REAL(int, pthread_rwlock_rdlock, pthread_rwlock_t *)
-EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
+INTERPOSE(pthread_rwlock_rdlock, (pthread_rwlock_t *l), (l))
 {
 	int rc = get_pthread_rwlock_rdlock()(l);
 
@@ -543,7 +618,7 @@ EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
 }
 
 REAL(int, pthread_rwlock_wrlock, pthread_rwlock_t *)
-EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
+INTERPOSE(pthread_rwlock_wrlock, (pthread_rwlock_t *l), (l))
 {
 	int rc = get_pthread_rwlock_wrlock()(l);
 
@@ -553,7 +628,7 @@ EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
 }
 
 REAL(int, pthread_rwlock_tryrdlock, pthread_rwlock_t *)
-EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
+INTERPOSE(pthread_rwlock_tryrdlock, (pthread_rwlock_t *l), (l))
 {
 	int rc = get_pthread_rwlock_tryrdlock()(l);
 
@@ -563,7 +638,7 @@ EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
 }
 
 REAL(int, pthread_rwlock_trywrlock, pthread_rwlock_t *)
-EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
+INTERPOSE(pthread_rwlock_trywrlock, (pthread_rwlock_t *l), (l))
 {
 	int rc = get_pthread_rwlock_trywrlock()(l);
 
@@ -573,7 +648,7 @@ EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
 }
 
 REAL(int, pthread_rwlock_timedrdlock, pthread_rwlock_t *, const struct timespec *)
-EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *ts)
+INTERPOSE(pthread_rwlock_timedrdlock, (pthread_rwlock_t *l, const struct timespec *ts), (l, ts))
 {
 	int rc = get_pthread_rwlock_timedrdlock()(l, ts);
 
@@ -583,7 +658,7 @@ EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec
 }
 
 REAL(int, pthread_rwlock_timedwrlock, pthread_rwlock_t *, const struct timespec *)
-EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *ts)
+INTERPOSE(pthread_rwlock_timedwrlock, (pthread_rwlock_t *l, const struct timespec *ts), (l, ts))
 {
 	int rc = get_pthread_rwlock_timedwrlock()(l, ts);
 
@@ -593,7 +668,8 @@ EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec
 }
 
 REAL(int, pthread_rwlock_clockrdlock, pthread_rwlock_t *, clockid_t, const struct timespec *)
-EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t c, const struct timespec *ts)
+INTERPOSE(pthread_rwlock_clockrdlock, (pthread_rwlock_t *l, clockid_t c, const struct timespec *ts),
+	  (l, c, ts))
 {
 	int rc = get_pthread_rwlock_clockrdlock()(l, c, ts);
 
@@ -603,7 +679,8 @@ EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t c, const st
 }
 
 REAL(int, pthread_rwlock_clockwrlock, pthread_rwlock_t *, clockid_t, const struct timespec *)
-EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t c, const struct timespec *ts)
+INTERPOSE(pthread_rwlock_clockwrlock, (pthread_rwlock_t *l, clockid_t c, const struct timespec *ts),
+	  (l, c, ts))
 {
 	int rc = get_pthread_rwlock_clockwrlock()(l, c, ts);
 
@@ -613,7 +690,7 @@ EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t c, const st
 }
 
 REAL(int, pthread_rwlock_unlock, pthread_rwlock_t *)
-EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
+INTERPOSE(pthread_rwlock_unlock, (pthread_rwlock_t *l), (l))
 {
 	int rc = get_pthread_rwlock_unlock()(l);
 
@@ -655,56 +732,56 @@ int omp_test_nest_lock(void *l);
 void omp_unset_nest_lock(void *l);
 
 REAL(void, GOMP_critical_start, void)
-EXPORT void GOMP_critical_start(void)
+INTERPOSE_VOID(GOMP_critical_start, (void), ())
 {
 	get_GOMP_critical_start()();
 	enter_if(FAM_OMP);
 }
 
 REAL(void, GOMP_critical_end, void)
-EXPORT void GOMP_critical_end(void)
+INTERPOSE_VOID(GOMP_critical_end, (void), ())
 {
 	get_GOMP_critical_end()();
 	exit_if(FAM_OMP);
 }
 
 REAL(void, GOMP_critical_name_start, void **)
-EXPORT void GOMP_critical_name_start(void **pptr)
+INTERPOSE_VOID(GOMP_critical_name_start, (void **pptr), (pptr))
 {
 	get_GOMP_critical_name_start()(pptr);
 	enter_if(FAM_OMP);
 }
 
 REAL(void, GOMP_critical_name_end, void **)
-EXPORT void GOMP_critical_name_end(void **pptr)
+INTERPOSE_VOID(GOMP_critical_name_end, (void **pptr), (pptr))
 {
 	get_GOMP_critical_name_end()(pptr);
 	exit_if(FAM_OMP);
 }
 
 REAL(void, GOMP_atomic_start, void)
-EXPORT void GOMP_atomic_start(void)
+INTERPOSE_VOID(GOMP_atomic_start, (void), ())
 {
 	get_GOMP_atomic_start()();
 	enter_if(FAM_OMP);
 }
 
 REAL(void, GOMP_atomic_end, void)
-EXPORT void GOMP_atomic_end(void)
+INTERPOSE_VOID(GOMP_atomic_end, (void), ())
 {
 	get_GOMP_atomic_end()();
 	exit_if(FAM_OMP);
 }
 
 REAL(void, omp_set_lock, void *)
-EXPORT void omp_set_lock(void *l)
+INTERPOSE_VOID(omp_set_lock, (void *l), (l))
 {
 	get_omp_set_lock()(l);
 	enter_if(FAM_OMP);
 }
 
 REAL(int, omp_test_lock, void *)
-EXPORT int omp_test_lock(void *l)
+INTERPOSE(omp_test_lock, (void *l), (l))
 {
 	int rc = get_omp_test_lock()(l);
 
@@ -714,21 +791,21 @@ EXPORT int omp_test_lock(void *l)
 }
 
 REAL(void, omp_unset_lock, void *)
-EXPORT void omp_unset_lock(void *l)
+INTERPOSE_VOID(omp_unset_lock, (void *l), (l))
 {
 	get_omp_unset_lock()(l);
 	exit_if(FAM_OMP);
 }
 
 REAL(void, omp_set_nest_lock, void *)
-EXPORT void omp_set_nest_lock(void *l)
+INTERPOSE_VOID(omp_set_nest_lock, (void *l), (l))
 {
 	get_omp_set_nest_lock()(l);
 	enter_if(FAM_OMP);
 }
 
 REAL(int, omp_test_nest_lock, void *)
-EXPORT int omp_test_nest_lock(void *l)
+INTERPOSE(omp_test_nest_lock, (void *l), (l))
 {
 	int rc = get_omp_test_nest_lock()(l);
 
@@ -738,7 +815,7 @@ EXPORT int omp_test_nest_lock(void *l)
 }
 
 REAL(void, omp_unset_nest_lock, void *)
-EXPORT void omp_unset_nest_lock(void *l)
+INTERPOSE_VOID(omp_unset_nest_lock, (void *l), (l))
 {
 	get_omp_unset_nest_lock()(l);
 	exit_if(FAM_OMP);

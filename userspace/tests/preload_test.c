@@ -503,14 +503,31 @@ static void scenario_flags(void)
 	CHECK(sched_yield() == 0, "sched_yield");
 }
 
+/*
+ * Registration failed for good (no loader, no access): the calls go
+ * straight to libc, marking nothing, and return what libc returns.
+ */
 static void scenario_unregistered(void)
 {
 	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	pthread_spinlock_t sp;
+	pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
 
 	CHECK(!registered(), "registered without a loader");
-	pthread_mutex_lock(&m);
-	CHECK(depth() == 1, "private slot depth %u", depth());
-	pthread_mutex_unlock(&m);
+	CHECK(pthread_mutex_lock(&m) == 0, "mutex lock");
+	CHECK(depth() == 0, "a mutex marked without a loader: private slot depth %u", depth());
+	CHECK(pthread_mutex_trylock(&m) == EBUSY, "trylock of a held mutex");
+	CHECK(pthread_mutex_unlock(&m) == 0, "mutex unlock");
+	pthread_spin_init(&sp, PTHREAD_PROCESS_PRIVATE);
+	CHECK(pthread_spin_lock(&sp) == 0, "spin lock");
+	CHECK(depth() == 0, "a spin lock marked without a loader: depth %u", depth());
+	CHECK(pthread_spin_trylock(&sp) == EBUSY, "trylock of a held spin lock");
+	CHECK(pthread_spin_unlock(&sp) == 0, "spin unlock");
+	CHECK(pthread_rwlock_rdlock(&rw) == 0, "rdlock");
+	CHECK(depth() == 0, "an rwlock marked without a loader: depth %u", depth());
+	CHECK(pthread_rwlock_trywrlock(&rw) == EBUSY, "trywrlock of a read-held rwlock");
+	CHECK(pthread_rwlock_unlock(&rw) == 0, "rwlock unlock");
+	CHECK(depth() == 0, "depth %u after the unlocks", depth());
 }
 
 /* 200 us holding a pthread spin lock, 100 us outside, forever (the guest's
