@@ -90,7 +90,8 @@ help:
 	@echo
 	@echo 'variables: LAB=auto|0|1 (build in the lab rootfs), V=1 (verbose),'
 	@echo '  KERNEL=default|sid|debian-6.12|ubuntu-6.14|ubuntu-6.17|ubuntu-7.0 (the kernel the lab guest boots),'
-	@echo '  LAB_CPUS (vCPUs of the guest, default 4; STRESS_CPUS for stress-guest, 16),'
+	@echo '  LAB_CPUS (vCPUs of the guest, default 4, for run the host CPUs, 2 to 4;'
+	@echo '  STRESS_CPUS for stress-guest, 16),'
 	@echo '  KDIR (kernel build dir, default /lib/modules/$$(uname -r)/build),'
 	@echo '  CC, CLANG, BPFTOOL, KSFT_INC (kselftest harness headers),'
 	@echo '  PREFIX (default /usr/local), DESTDIR, BINDIR, SBINDIR, LIBDIR, INCLUDEDIR,'
