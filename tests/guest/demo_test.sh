@@ -10,7 +10,7 @@
 # loaded; after make run-build (make check-build builds it).
 # Usage: demo_test.sh [top of the tree] (default: this script's tree).
 set -u
-TOP=${1:-$(dirname "$(dirname "$(readlink -f "$0")")")}
+TOP=${1:-$(dirname "$(dirname "$(dirname "$(readlink -f "$0")")")")}
 . "$TOP/tests/tap.sh"
 
 tap_plan 6
