@@ -62,7 +62,7 @@ LAB_TIMEOUT ?= 3000
 
 # Targets that run in the lab rootfs (chroot) and those that need the lab
 # guest (a running sched_ext kernel), when LAB=1.
-EXEC_TARGETS := all check-build test-native stress-native bench-lib report run-build
+EXEC_TARGETS := all check-build test-native stress-native bench-lib report run-build deb
 GUEST_TARGETS := test-guest stress-guest bench-sched bench-coop
 .PHONY: $(EXEC_TARGETS) $(GUEST_TARGETS) check run help clean lab-setup lab-shell stress bench \
 	install uninstall
@@ -86,6 +86,7 @@ help:
 	@echo '  lab-shell    an interactive shell in the lab rootfs (chroot)'
 	@echo '  install      install what all builds (PREFIX, DESTDIR; README.md "Install")'
 	@echo '  uninstall    remove what install installed (the same variables)'
+	@echo '  deb          the Debian packages, in build/deb/ (Documentation/packaging.md)'
 	@echo '  clean        remove build/'
 	@echo
 	@echo 'variables: LAB=auto|0|1 (build in the lab rootfs), V=1 (verbose),'
@@ -223,7 +224,7 @@ endef
 
 include $(wildcard $(TOP)/userspace/userspace.mk $(TOP)/bpf/bpf.mk \
 		   $(TOP)/kmod/kmod.mk $(TOP)/man/man.mk $(TOP)/systemd/systemd.mk \
-		   $(TOP)/tests/tests.mk)
+		   $(TOP)/debian/deb.mk $(TOP)/tests/tests.mk)
 
 all: $(ALL)
 
@@ -252,9 +253,9 @@ install: all
 	for e in $(INSTALL_CONFIG); do \
 		IFS=: read -r mode src dst <<<"$$e"; \
 		if [ -e "$(DESTDIR)$$dst" ]; then \
-			$(if $(Q),printf '  %-9s %s (kept)\n' CONFIG "$(DESTDIR)$$dst";) \
+			$(if $(Q),printf '  %-9s %s (kept)\n' CONFIG "$(DESTDIR)$$dst",:); \
 		else \
-			$(if $(Q),printf '  %-9s %s\n' INSTALL "$(DESTDIR)$$dst";) \
+			$(if $(Q),printf '  %-9s %s\n' INSTALL "$(DESTDIR)$$dst",:); \
 			$(INSTALL) -D -m "$$mode" "$$src" "$(DESTDIR)$$dst"; \
 		fi; \
 	done; \

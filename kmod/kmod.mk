@@ -21,8 +21,12 @@ KMOD_TESTS  := $(patsubst $(TOP)/tests/guest/%.c,$(BUILD)/tests/guest/%,$(wildca
 
 # `make` builds the module when KDIR holds a kernel build directory and
 # otherwise says it skipped it (a user of the library and the scheduler
-# needs no kernel headers); `make check-build` always builds it.
-ifneq ($(wildcard $(KDIR)/Makefile),)
+# needs no kernel headers); `make check-build` always builds it. KMOD=0
+# leaves it out of `make`: a distribution package (debian/rules) ships the
+# module's source for DKMS instead.
+KMOD ?= auto
+ifeq ($(KMOD),0)
+else ifneq ($(wildcard $(KDIR)/Makefile),)
 ALL += $(KMOD_KO)
 else
 ALL += kmod-skip
