@@ -65,7 +65,7 @@ LAB_TIMEOUT ?= 3000
 EXEC_TARGETS := all check-build test-native stress-native bench-lib report run-build deb
 GUEST_TARGETS := test-guest stress-guest bench-sched bench-coop
 .PHONY: $(EXEC_TARGETS) $(GUEST_TARGETS) check run help clean lab-setup lab-shell stress bench \
-	install uninstall
+	install uninstall test-packages
 
 help:
 	@echo 'wsched: a work-stealing system for Linux (README.md)'
@@ -87,6 +87,7 @@ help:
 	@echo '  install      install what all builds (PREFIX, DESTDIR; README.md "Install")'
 	@echo '  uninstall    remove what install installed (the same variables)'
 	@echo '  deb          the Debian packages, in build/deb/ (Documentation/packaging.md)'
+	@echo '  test-packages  install, use and purge them in a lab guest booting systemd'
 	@echo '  clean        remove build/'
 	@echo
 	@echo 'variables: LAB=auto|0|1 (build in the lab rootfs), V=1 (verbose),'
@@ -132,6 +133,14 @@ $(GUEST_TARGETS):
 	$(Q)$(if $(filter bench-sched,$@),WSCHED_LAB_TCG=$${WSCHED_LAB_TCG:-icount}) \
 		$(LABSH) run --cpus $(if $(filter stress-guest,$@),$(STRESS_CPUS),$(LAB_CPUS)) \
 		--timeout $(LAB_TIMEOUT) -- $(MAKE) LAB=0 $@
+
+# The Debian packages installed, used and purged in a guest booting
+# systemd over a throwaway overlay of the rootfs (tests/pkg_guest_test.sh).
+test-packages:
+	$(Q)$(LABSH) setup --no-update --quiet
+	$(Q)$(LABSH) exec -- $(MAKE) LAB=0 deb
+	$(Q)$(LABSH) run --systemd --cpus 2 --timeout $(LAB_TIMEOUT) -- \
+		$(TOP)/tests/run-tests --suite packages $(TOP)/tests/pkg_guest_test.sh
 
 # What the lab builds links against the lab rootfs's libraries (libbpf,
 # glibc), not this host's: installing it here would give broken programs.
@@ -282,6 +291,10 @@ uninstall:
 	$(Q)$(install_ldconfig)
 
 check-build: $(ALL) $(CHECK_BUILD)
+
+test-packages:
+	@echo "make test-packages: installs packages system-wide, so it runs only in a lab" \
+	  "guest (LAB=1): make LAB=1 test-packages" >&2; exit 1
 
 test-native: $(NATIVE_TESTS)
 	$(Q)$(TOP)/tests/run-tests --suite native $(NATIVE_TESTS)
