@@ -63,6 +63,12 @@ listing() { # PKG: "MODE TYPE PATH" lines of its files, sorted
 			print m, (t == "-" ? "f" : t), p
 		}' | sort
 }
+mans() { # SECTION...: the man pages of man/ in those sections, compressed
+	local n m
+	for n in "$@"; do
+		for m in "$TOP"/man/*."$n"; do [ -e "$m" ] && echo "644 f /usr/share/man/man$n/${m##*/}.gz"; done
+	done
+}
 expected() { # PKG
 	case $1 in
 	wsched)
@@ -71,15 +77,15 @@ expected() { # PKG
 			"644 f /usr/lib/$MA/wsched/libwsched-preload.so" \
 			"644 f /usr/lib/systemd/system/scx_wsched.service" \
 			"644 f /usr/lib/sysusers.d/wsched.conf" \
-			"644 f /usr/share/man/man1/wsbench.1.gz" "644 f /usr/share/man/man1/wsched-run.1.gz" \
-			"644 f /usr/share/man/man8/scx_wsched.8.gz" \
-			"644 f /usr/share/lintian/overrides/wsched" ;;
+			"644 f /usr/share/lintian/overrides/wsched"
+		mans 1 8 ;;
 	libwsched0)
 		printf '%s\n' "644 f /usr/lib/$MA/libwsched.so.$V" "777 l /usr/lib/$MA/libwsched.so.0" ;;
 	libwsched-dev)
 		for h in "$TOP"/userspace/include/wsched/*.h; do echo "644 f /usr/include/wsched/${h##*/}"; done
 		printf '%s\n' "644 f /usr/lib/$MA/libwsched.a" "777 l /usr/lib/$MA/libwsched.so" \
-			"644 f /usr/lib/$MA/pkgconfig/libwsched.pc" "644 f /usr/share/man/man3/libwsched.3.gz" ;;
+			"644 f /usr/lib/$MA/pkgconfig/libwsched.pc"
+		mans 3 ;;
 	wsched-dkms)
 		for f in Kbuild Makefile dkms.conf wsched.c include/wsched/wsched_ioctl.h; do
 			echo "644 f /usr/src/wsched-$V/$f"
