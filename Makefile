@@ -135,12 +135,12 @@ $(GUEST_TARGETS):
 		--timeout $(LAB_TIMEOUT) -- $(MAKE) LAB=0 $@
 
 # The Debian packages installed, used and purged in a guest booting
-# systemd over a throwaway overlay of the rootfs (tests/pkg_guest_test.sh).
+# systemd over a throwaway overlay of the rootfs (tests/packages/pkg_guest_test.sh).
 test-packages:
 	$(Q)$(LABSH) setup --no-update --quiet
 	$(Q)$(LABSH) exec -- $(MAKE) LAB=0 deb
 	$(Q)$(LABSH) run --systemd --cpus 2 --timeout $(LAB_TIMEOUT) -- \
-		$(TOP)/tests/run-tests --suite packages $(TOP)/tests/pkg_guest_test.sh
+		$(TOP)/tests/run-tests --suite packages $(TOP)/tests/packages/pkg_guest_test.sh
 
 # What the lab builds links against the lab rootfs's libraries (libbpf,
 # glibc), not this host's: installing it here would give broken programs.

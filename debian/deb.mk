@@ -6,7 +6,7 @@
 # build/deb/wsched-VERSION: the packages land in build/deb/, and the tree
 # stays clean. They are rebuilt when a file of the tree changed.
 # `make check-build` builds them where debhelper is installed (the lab
-# rootfs has it): tests/deb_test.sh checks them, tests/pkg_guest_test.sh
+# rootfs has it): tests/native/deb_test.sh checks them, tests/packages/pkg_guest_test.sh
 # installs them in a guest booting systemd. Documentation/packaging.md
 # describes the packages.
 DEB_DIR    := $(BUILD)/deb
@@ -37,7 +37,7 @@ CHECK_BUILD += $(DEB_STAMP)
 endif
 
 DEB_TEST := $(BUILD)/tests/native/deb_test
-$(DEB_TEST): $(TOP)/tests/deb_test.sh
+$(DEB_TEST): $(TOP)/tests/native/deb_test.sh $(TOP)/debian/deb.mk
 	$(call script_test_wrapper,$< $(TOP))
 CHECK_BUILD  += $(DEB_TEST)
 NATIVE_TESTS += $(DEB_TEST)

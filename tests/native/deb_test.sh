@@ -9,10 +9,10 @@
 # group, never enable or start the service, stop it before removal, and
 # run DKMS; the symbols file lists the library's ABI; lintian reports
 # nothing that is not overridden; and the build wrote nothing in the tree
-# outside build/. tests/pkg_guest_test.sh installs the packages.
+# outside build/. tests/packages/pkg_guest_test.sh installs the packages.
 # Usage: deb_test.sh [top of the tree] (default: this script's tree).
 set -u
-TOP=${1:-$(dirname "$(dirname "$(readlink -f "$0")")")}
+TOP=${1:-$(dirname "$(dirname "$(dirname "$(readlink -f "$0")")")")}
 . "$TOP/tests/tap.sh"
 DEB=$TOP/build/deb
 T=$(mktemp -d)

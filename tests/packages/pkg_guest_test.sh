@@ -4,7 +4,7 @@
 # The Debian packages as a user meets them, in a lab guest booting systemd
 # over a throwaway overlay of the rootfs (scripts/lab run --systemd; what
 # make check runs):
-#   scripts/lab run --systemd -- tests/pkg_guest_test.sh
+#   scripts/lab run --systemd -- tests/packages/pkg_guest_test.sh
 # apt-get installs the four packages of build/deb (make deb); DKMS builds
 # and installs wsched.ko for the running kernel; modprobe loads it from
 # DKMS's directory and udev gives /dev/wsched the rule's mode; the service
@@ -16,7 +16,7 @@
 # installation, save the group wsched, which Debian leaves on purge. It refuses to run anywhere but a lab guest under systemd: it
 # installs packages system-wide.
 set -u
-TOP=${1:-$(dirname "$(dirname "$(readlink -f "$0")")")}
+TOP=${1:-$(dirname "$(dirname "$(dirname "$(readlink -f "$0")")")")}
 . "$TOP/tests/tap.sh"
 DEB=$TOP/build/deb
 T=$(mktemp -d)
