@@ -41,10 +41,11 @@
  * the next idle CPU or a CPU running a THIEF of its own process
  * (prefer_worker(), dispatch_queued_worker()).
  *
- * Not done: cgroup weights, preemption of a running task by a waking one
- * (kicks are SCX_KICK_IDLE except a directed yield's boost and worker
- * preference, both confined to the yielder's or worker's own process),
- * NUMA beyond LLCs, CPU hotplug in BPF (without ops.cpu_online/offline the
+ * - Wakeup preemption (wake_preempt()): a waking task earlier in vtime than
+ *   the task its CPU runs, and than that deque's head, preempts it once it
+ *   has run --wake-preempt-us; never a registered process's thread.
+ *
+ * Not done: cgroup weights, NUMA beyond LLCs, CPU hotplug in BPF (without ops.cpu_online/offline the
  * kernel ejects the scheduler with a restart request, and the loader loads
  * it again; so no deque is ever left with an offline owner).
  *
@@ -108,6 +109,9 @@ char _license[] SEC("license") = "GPL";
 /* Tunables and topology, written by the loader before load. */
 const volatile u64 slice_ns = WSCHED_SLICE_US_DFL * 1000ULL;
 const volatile u64 min_slice_ns = WSCHED_SLICE_US_DFL * 1000ULL / 4;
+/* --wake-preempt-us: how long a task runs before a waking task earlier in
+ * vtime may preempt it (0: never; wake_preempt()). */
+const volatile u64 wake_preempt_ns = WSCHED_WAKE_PREEMPT_US_DFL * 1000ULL;
 const volatile u32 nr_cpus = 1;
 const volatile u32 nr_llcs = 1;
 /* The loader's reading of /sys/devices/system/cpu/smt/active (true when it
@@ -890,6 +894,67 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
 	return cpu;
 }
 
+/*
+ * Wakeup preemption. A task woken onto a deque whose CPU runs another
+ * task preempts that task (SCX_KICK_PREEMPT: its slice ends now and the
+ * CPU's dispatch competes it against the deque's head by vtime) when
+ * - the wakee's vtime is earlier than the running task's vtime including
+ *   the run so far (current_vtime()), and earlier than the deque's head:
+ *   it is what that dispatch will pick, so the kick is never futile;
+ * - the running task has run at least wake_preempt_ns since it started
+ *   (a rate bound: a CPU is preempted at most once per wake_preempt_ns
+ *   of run, whatever the number of wakees or their wakeup rate);
+ * - the running task belongs to no registered process (hints_live() and a
+ *   hint slot): fork/join workers, thieves and lock holders in a graced
+ *   section keep the CPU exactly as without this rule.
+ * Why a task gains nothing by it: the test is on vtime alone, which every
+ * run is charged to as before, so the wakee only runs sooner what its
+ * weight already entitled it to run; it takes the CPU only from a task
+ * that is ahead of it (has had more than its share), and pays for the run
+ * it gets. A task that sleeps briefly between long runs is charged those
+ * runs, so its vtime is not ahead of a hog's for longer than a hog's would
+ * be; the credit a waking task keeps (wake_credit(), at most one base
+ * slice) is the same with or without preemption.
+ */
+static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, bool here, u64 vtime)
+{
+	struct task_struct *curr, *head;
+	struct rq *rq = NULL;
+	u64 ran, cvt;
+	u32 tgid;
+
+	if (!wake_preempt_ns)
+		return;
+	if (here) {
+		curr = bpf_get_current_task_btf();
+	} else {
+		if (bpf_ksym_exists(scx_bpf_locked_rq___compat))
+			rq = scx_bpf_locked_rq___compat();
+		else if (bpf_ksym_exists(scx_bpf_cpu_rq))
+			rq = scx_bpf_cpu_rq(cpu);
+		if (!rq || rq->cpu != cpu)
+			return;
+		curr = rq->curr;
+	}
+	if (!curr || !curr->pid || curr == p ||
+	    cur_pid[cpu & CPU_MASK] != (u32)curr->pid)
+		return;
+	ran = curr->se.sum_exec_runtime - cur_sum[cpu & CPU_MASK];
+	if ((s64)ran < (s64)wake_preempt_ns)
+		return;
+	cvt = curr->scx.dsq_vtime + scale_by_task_weight_inverse(curr, ran);
+	if (!time_before(vtime, cvt))
+		return;
+	head = __COMPAT_scx_bpf_dsq_peek(cpu);
+	if (head && head != p && time_before(head->scx.dsq_vtime, vtime))
+		return;
+	tgid = curr->tgid;
+	if (hints_live() && bpf_map_lookup_elem(&hint_procs, &tgid))
+		return;
+	scx_bpf_kick_cpu(cpu, WS_KICK_PREEMPT);
+	STAT_INC(nr_wake_preempt);
+}
+
 void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	s32 cpu = task_cpu_of(p), waiting;
@@ -935,6 +1000,8 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 			unstealable[cpu & CPU_MASK] = 0;
 	}
 	STAT_INC(nr_enqueued);
+	if (wakeup && owner == WS_OWNER_BUSY)
+		wake_preempt(p, cpu, here, vtime);
 
 	/*
 	 * Kick the owner if it is another CPU, unless it is sure to look at

@@ -52,7 +52,8 @@ _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == WSCHED_NR_STATS,
 	       "stat_names[] out of sync with struct wsched_stats");
 
 static const char usage_fmt[] =
-"Usage: %s [--slice-us N] [--slice-min-us N] [--grace-us N] [--group NAME]\n"
+"Usage: %s [--slice-us N] [--slice-min-us N] [--wake-preempt-us N]\n"
+"       [--grace-us N] [--group NAME]\n"
 "       [--hint-socket PATH] [--hint-user-max N]\n"
 "       [--no-hints | --hints-observe] [--stats SECONDS] [--json] [--verbose]\n"
 "       [--version] [--help]\n"
@@ -67,6 +68,9 @@ static const char usage_fmt[] =
 "  --slice-min-us N   the minimum slice, what the base slice is cut down to\n"
 "                     on a crowded CPU (%d..the base slice; default 1/4 of\n"
 "                     it, at least 100); equal to --slice-us: never cut\n"
+"  --wake-preempt-us N  how long a task runs before a waking task that is\n"
+"                     earlier in vtime may preempt it (0..%d, default %d;\n"
+"                     0: never; a registered process's threads never are)\n"
 "  --grace-us N       grace slice for a task whose slice ends inside a critical\n"
 "                     section (0..%d, default %d; 0: none; Documentation/abi.md)\n"
 "  --group NAME       let members of group NAME register for hints (socket mode\n"
@@ -462,6 +466,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "slice-us",	required_argument,	NULL, 's' },
 		{ "slice-min-us", required_argument,	NULL, 'm' },
+		{ "wake-preempt-us", required_argument,	NULL, 'w' },
 		{ "grace-us",	required_argument,	NULL, 'g' },
 		{ "group",	required_argument,	NULL, 'G' },
 		{ "hint-socket", required_argument,	NULL, 'P' },
@@ -478,6 +483,7 @@ int main(int argc, char **argv)
 	};
 	unsigned long slice_us = WSCHED_SLICE_US_DFL, stats_s = 0, grace_us = WSCHED_GRACE_US_DFL;
 	unsigned long min_slice_us = 0;		/* 0: the default, from slice_us */
+	unsigned long wake_preempt_us = WSCHED_WAKE_PREEMPT_US_DFL;
 	unsigned long monitor_s = 0;		/* --monitor: read, do not load */
 	char load_opt[32] = "";			/* the last option that only loading takes */
 	int li = -1;				/* getopt_long's index of a long option */
@@ -493,7 +499,7 @@ int main(int argc, char **argv)
 	int opt, nr_cpus, nr_llcs, status = EX_OK;
 
 	prog = argv[0] && strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : "scx_wsched";
-	while ((opt = getopt_long(argc, argv, "s:m:g:G:P:U:nOS:M:jvVh", longopts, &li)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:m:w:g:G:P:U:nOS:M:jvVh", longopts, &li)) != -1) {
 		switch (opt) {
 		case 's':
 			slice_us = parse_ulong("--slice-us", optarg, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX);
@@ -501,6 +507,9 @@ int main(int argc, char **argv)
 		case 'm':
 			min_slice_us = parse_ulong("--slice-min-us", optarg, WSCHED_SLICE_US_MIN,
 						   WSCHED_SLICE_US_MAX);
+			break;
+		case 'w':
+			wake_preempt_us = parse_ulong("--wake-preempt-us", optarg, 0, WSCHED_SLICE_US_MAX);
 			break;
 		case 'g':
 			grace_us = parse_ulong("--grace-us", optarg, 0, WSCHED_GRACE_US_MAX);
@@ -542,7 +551,8 @@ int main(int argc, char **argv)
 			return EX_OK;
 		case 'h':
 			printf(usage_fmt, prog, prog, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX, WSCHED_SLICE_US_DFL,
-			       WSCHED_SLICE_US_MIN, WSCHED_GRACE_US_MAX, WSCHED_GRACE_US_DFL, WS_HINT_SOCK_PATH,
+			       WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX, WSCHED_WAKE_PREEMPT_US_DFL,
+			       WSCHED_GRACE_US_MAX, WSCHED_GRACE_US_DFL, WS_HINT_SOCK_PATH,
 			       (int)WS_HINT_MAX_PROCS, HINT_USER_MAX_DFL);
 			return EX_OK;
 		default:
@@ -638,6 +648,7 @@ int main(int argc, char **argv)
 		/* No SCX_ENUM_INIT(): the BPF side relocates its enums (CO-RE). */
 		skel->rodata->slice_ns = slice_us * 1000ULL;
 		skel->rodata->min_slice_ns = min_slice_us * 1000ULL;
+		skel->rodata->wake_preempt_ns = wake_preempt_us * 1000ULL;
 		skel->rodata->grace_ns = grace_us * 1000ULL;
 		skel->rodata->hint_observe = observe;
 		skel->rodata->nr_cpus = nr_cpus;

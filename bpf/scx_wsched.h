@@ -21,6 +21,7 @@
 #define WSCHED_SLICE_US_DFL	20000
 #define WSCHED_SLICE_US_MIN	100
 #define WSCHED_SLICE_US_MAX	100000
+#define WSCHED_WAKE_PREEMPT_US_DFL	1000
 #define WSCHED_GRACE_US_DFL	1000	/* --grace-us; 0 disables the grace */
 #define WSCHED_GRACE_US_MAX	4000
 
@@ -68,7 +69,8 @@
 	X(nr_grace_yielded)	/* a graced task left its section and yielded (grace_pending) */ \
 	X(nr_worker_pulled)	/* a THIEF's CPU, its slice over, ran a queued WORKER of its process */ \
 	X(nr_hint_announced)	/* a thread's slot outside its probe window, learnt from its header */ \
-	X(nr_yield_to_foreign)	/* a yield_to() declined: its target waits on a CPU running another process */
+	X(nr_yield_to_foreign)	/* a yield_to() declined: its target waits on a CPU running another process */ \
+	X(nr_wake_preempt)	/* a wakee earlier in vtime preempted the task its CPU ran */
 
 struct wsched_stats {
 #define WSCHED_STAT_FIELD(name) __u64 name;
