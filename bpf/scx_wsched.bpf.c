@@ -514,8 +514,9 @@ static __always_inline bool steal_balance(s32 cpu, u64 ref)
 	return try_steal(cpu, victim, true);
 }
 
-/* Wake one idle CPU that @p may run on to steal from @victim's deque. */
-static __always_inline void kick_thief(struct task_struct *p, s32 victim)
+/* Wake one idle CPU that @p may run on to steal from @victim's deque;
+ * returns whether one was woken. */
+static __always_inline bool kick_thief(struct task_struct *p, s32 victim)
 {
 	s32 thief;
 
@@ -524,13 +525,14 @@ static __always_inline void kick_thief(struct task_struct *p, s32 victim)
 	 * the idle state of @victim itself, its one allowed CPU.
 	 */
 	if (p->nr_cpus_allowed <= 1)
-		return;
+		return false;
 	thief = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 	if (thief < 0 || thief == victim)
-		return;
+		return false;
 	steal_hint[thief & CPU_MASK] = victim + 1;
 	scx_bpf_kick_cpu(thief, WS_KICK_IDLE);
 	STAT_INC(nr_kicks);
+	return true;
 }
 
 /*
@@ -896,7 +898,8 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
 
 /*
  * Wakeup preemption. A task woken onto a deque whose CPU runs another
- * task preempts that task (SCX_KICK_PREEMPT: its slice ends now and the
+ * task, with no idle CPU woken to steal it (ops.enqueue's kick_thief()),
+ * preempts that task (SCX_KICK_PREEMPT: its slice ends now and the
  * CPU's dispatch competes it against the deque's head by vtime) when
  * - the wakee's vtime is earlier than the running task's vtime including
  *   the run so far (current_vtime()), and earlier than the deque's head:
@@ -958,7 +961,7 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, bool he
 void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	s32 cpu = task_cpu_of(p), waiting;
-	bool wakeup = enq_flags & WS_ENQ_WAKEUP, here;
+	bool wakeup = enq_flags & WS_ENQ_WAKEUP, here, thief = false;
 	enum ws_owner owner = WS_OWNER_BUSY;
 	u64 vtime;
 	u32 state;
@@ -1000,8 +1003,6 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 			unstealable[cpu & CPU_MASK] = 0;
 	}
 	STAT_INC(nr_enqueued);
-	if (wakeup && owner == WS_OWNER_BUSY)
-		wake_preempt(p, cpu, here, vtime);
 
 	/*
 	 * Kick the owner if it is another CPU, unless it is sure to look at
@@ -1029,8 +1030,13 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 		qw->pid = p->pid;
 		prefer_worker(p, cpu);
 	} else if (waiting > 0 ||
-		 (wakeup && here && bpf_get_current_task_btf()->pid))
-		kick_thief(p, cpu);
+		 (wakeup && here && bpf_get_current_task_btf()->pid)) {
+		thief = kick_thief(p, cpu);
+	}
+	/* An idle CPU woken to take the wakee is better than a preemption;
+	 * a WORKER has worker preference instead. */
+	if (wakeup && owner == WS_OWNER_BUSY && !thief && state != WS_HINT_WORKER)
+		wake_preempt(p, cpu, here, vtime);
 }
 
 void BPF_STRUCT_OPS(wsched_dispatch, s32 cpu, struct task_struct *prev)
