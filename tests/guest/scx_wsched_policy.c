@@ -488,6 +488,64 @@ TEST_F_TIMEOUT(sched, light_task_carries_no_debt_from_running_alone, 60)
 	EXPECT_EQ(0, sched_ok());
 }
 
+/*
+ * Pretending to be interactive gains nothing: on CPU 3 a nice-0 hog and a
+ * nice-0 task that spins 5 ms, sleeps 100 us, and so on, wakes ~200 times
+ * a second and may preempt the hog at each wakeup (wake_preempt(); it
+ * must have done so). Over 3 s it must get no more than 5% more CPU time
+ * than the hog: the preemption test is on vtime, which its runs are
+ * charged to.
+ */
+TEST_F_TIMEOUT(sched, brief_sleeps_gain_no_share, 60)
+{
+	volatile unsigned long long *ns = mmap(NULL, sizeof(*ns), PROT_READ | PROT_WRITE,
+					       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	unsigned long long a[WS_MAX_HOGS], b[WS_MAX_HOGS], p0, p1;
+	long long pre0 = counter("nr_wake_preempt"), pre1;
+	cpu_set_t cpu3;
+	double ratio;
+	pid_t t;
+
+	ASSERT_NE(MAP_FAILED, (void *)ns);
+	ASSERT_LE(0, pre0) TH_LOG("no counters from the loader");
+	*ns = 0;
+	CPU_ZERO(&cpu3);
+	CPU_SET(3, &cpu3);
+	ASSERT_EQ(0, wt_hog_start(&self->hogs, 0, &cpu3));
+	t = fork();
+	ASSERT_LE(0, t);
+	if (!t) {
+		if (sched_setaffinity(0, sizeof(cpu3), &cpu3))
+			_exit(1);
+		for (;;) {
+			unsigned long long end = wt_thread_ns() + 5000000ULL;
+
+			while ((*ns = wt_thread_ns()) < end)
+				;
+			wt_sleep(0.0001);
+		}
+	}
+	wt_sleep(0.5);
+	wt_hogs_snapshot(&self->hogs, a);
+	p0 = *ns;
+	wt_sleep(3.0);
+	wt_hogs_snapshot(&self->hogs, b);
+	p1 = *ns;
+	kill(t, SIGKILL);
+	waitpid(t, NULL, 0);
+	wt_hogs_stop(&self->hogs);
+	ratio = (double)(p1 - p0) / (double)(b[0] - a[0] + 1);
+	pre1 = counter("nr_wake_preempt");
+	TH_LOG("5 ms runs between 100 us sleeps: %.0f ms of CPU, the hog beside it %.0f ms "
+	       "(%.3fx), %lld wakeup preemptions", (p1 - p0) / 1e6, (b[0] - a[0]) / 1e6, ratio,
+	       pre1 - pre0);
+	EXPECT_LT(pre0, pre1);
+	EXPECT_LT(100000000ULL, b[0] - a[0]) TH_LOG("the hog was starved");
+	EXPECT_GT(1.05, ratio);
+	munmap((void *)ns, sizeof(*ns));
+	EXPECT_EQ(0, sched_ok());
+}
+
 #define SYNC_TRIALS	40
 
 /*
