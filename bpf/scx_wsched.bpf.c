@@ -42,8 +42,9 @@
  * (prefer_worker(), dispatch_queued_worker()).
  *
  * - Wakeup preemption (wake_preempt()): a waking task earlier in vtime than
- *   the task its CPU runs, and than that deque's head, preempts it once it
- *   has run --wake-preempt-us; never a registered process's thread.
+ *   the task its CPU runs, and than that deque's head, for which no idle
+ *   CPU was woken, preempts that task once it has run --wake-preempt-us;
+ *   never a registered process's thread.
  *
  * Not done: cgroup weights, NUMA beyond LLCs, CPU hotplug in BPF (without ops.cpu_online/offline the
  * kernel ejects the scheduler with a restart request, and the loader loads
