@@ -496,19 +496,26 @@ static long long ts_ns(const struct timespec *t)
 	return t->tv_sec * 1000000000LL + t->tv_nsec;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 /*
  * A light periodic thread beside CPU hogs: 8 nice-0 hogs and a thread that
  * sleeps to absolute 10 ms deadlines (as cyclictest does: a deadline
- * already past is skipped) for PERIODIC_LOOPS periods, all on CPU 1. It
- * must start a mean of less than 5 ms after its deadlines, by preempting a
- * hog (nr_wake_preempt moves). Without wakeup preemption it waited for
- * the running hog's slice: a mean of 6.8-7.8 ms in the same setting
- * (EEVDF: 1.1-1.2 ms; with the rule 1.0-3.9 ms).
+ * already past is skipped) for PERIODIC_LOOPS periods, all on CPU 1. Its
+ * median lateness must be under 2 ms, by preempting a hog (nr_wake_preempt
+ * moves). Without wakeup preemption it waited for the running hog's slice
+ * (the mean, logged: 6.8-7.8 ms in this setting; EEVDF 1.1-1.2 ms; with
+ * the rule 0.4-4.1 ms, the median far below).
  */
 TEST_F_TIMEOUT(sched, periodic_light_thread_starts_promptly, 60)
 {
-	volatile double *res = mmap(NULL, sizeof(double) * 3, PROT_READ | PROT_WRITE,
-				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	double *res = mmap(NULL, sizeof(double) * (4 + PERIODIC_LOOPS), PROT_READ | PROT_WRITE,
+			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	long long pre0 = counter("nr_wake_preempt"), pre1;
 	cpu_set_t cpu1;
 	int i, st;
@@ -540,6 +547,7 @@ TEST_F_TIMEOUT(sched, periodic_light_thread_starts_promptly, 60)
 				;
 			clock_gettime(CLOCK_MONOTONIC, &now);
 			late = ts_ns(&now) - ts_ns(&next);
+			res[4 + i] = late / 1e9;
 			sum += late / 1e9;
 			if (late / 1e9 > worst)
 				worst = late / 1e9;
@@ -553,19 +561,20 @@ TEST_F_TIMEOUT(sched, periodic_light_thread_starts_promptly, 60)
 		res[0] = sum / PERIODIC_LOOPS;
 		res[1] = worst;
 		res[2] = ru.ru_nvcsw;
+		qsort(res + 4, PERIODIC_LOOPS, sizeof(double), cmp_double);
+		res[3] = res[4 + PERIODIC_LOOPS / 2];
 		_exit(0);
 	}
 	ASSERT_EQ(t, waitpid(t, &st, 0));
 	wt_hogs_stop(&self->hogs);
 	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	pre1 = counter("nr_wake_preempt");
-	TH_LOG("10 ms periodic thread beside 8 hogs on its CPU: mean lateness %.2f ms, "
-	       "worst %.1f ms, %.0f sleeps in %d periods, %lld wakeup preemptions",
-	       res[0] * 1e3, res[1] * 1e3, res[2], PERIODIC_LOOPS,
-	       pre1 - pre0);
-	EXPECT_GT(0.005, res[0]);
+	TH_LOG("10 ms periodic thread beside 8 hogs on its CPU: lateness median %.2f ms, "
+	       "mean %.2f ms, worst %.1f ms, %.0f sleeps in %d periods, %lld wakeup preemptions",
+	       res[3] * 1e3, res[0] * 1e3, res[1] * 1e3, res[2], PERIODIC_LOOPS, pre1 - pre0);
+	EXPECT_GT(0.002, res[3]);
 	EXPECT_LT(pre0, pre1);
-	munmap((void *)res, sizeof(double) * 3);
+	munmap(res, sizeof(double) * (4 + PERIODIC_LOOPS));
 	EXPECT_EQ(0, sched_ok());
 }
 
