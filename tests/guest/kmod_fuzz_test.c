@@ -454,10 +454,7 @@ static void atk_victim(int idx, int cpu)
 	getrusage(RUSAGE_SELF, &r1);
 	v->spins = n;
 	v->nivcsw = r1.ru_nivcsw - r0.ru_nivcsw;
-	v->cpu_ms = (r1.ru_utime.tv_sec + r1.ru_stime.tv_sec - r0.ru_utime.tv_sec -
-		     r0.ru_stime.tv_sec) * 1000 +
-		    (r1.ru_utime.tv_usec + r1.ru_stime.tv_usec - r0.ru_utime.tv_usec -
-		     r0.ru_stime.tv_usec) / 1000;
+	v->cpu_ms = wt_rusage_cpu_ms(&r0, &r1);
 	v->done = 1;
 	_exit(0);
 }
@@ -498,25 +495,6 @@ static long atk_victims_run(int first, int n, double secs, long *nivcsw, unsigne
 		*spins += atk->v[i].spins;
 	}
 	return cpu_ms;
-}
-
-/* utime + stime of process @pid in ms; -1 if unreadable. */
-static long atk_cpu_ms(pid_t pid)
-{
-	unsigned long long ut, st;
-	char path[64], buf[1024], *p;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
-	fclose(f);
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-			 &ut, &st) != 2)
-		return -1;
-	return (long)((ut + st) * 1000 / sysconf(_SC_CLK_TCK));
 }
 
 /* Pin the calling thread to the CPUs [0, n). */
@@ -643,6 +621,7 @@ TEST_F_TIMEOUT(fuzz, every_attack_at_once_spares_other_users, 1800)
 	long secs = kmod_env_long("WSCHED_ATTACK_SECONDS", 0), base_ms, atk_ms;
 	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), low = ncpu / 2, nv = ncpu - low;
 	long base_sw, atk_sw, loader_ms;
+	double loader_s;
 	unsigned long base_spins, atk_spins;
 	pid_t loader, kids[16];
 	int nk = 0, bad0, i;
@@ -712,9 +691,9 @@ TEST_F_TIMEOUT(fuzz, every_attack_at_once_spares_other_users, 1800)
 		nk++;
 	}
 	wt_sleep(2);	/* let them get going */
-	loader_ms = atk_cpu_ms(loader);
+	loader_s = wt_proc_cpu_s(loader);
 	atk_ms = atk_victims_run(low, nv, secs, &atk_sw, &atk_spins);
-	loader_ms = atk_cpu_ms(loader) - loader_ms;
+	loader_ms = (long)((wt_proc_cpu_s(loader) - loader_s) * 1000);
 	for (i = 0; i < nk; i++) {
 		int st;
 

@@ -646,10 +646,7 @@ static void foreign_victim(struct foreign *f)
 	getrusage(RUSAGE_SELF, &r1);
 	f->spins = n;
 	f->nivcsw = r1.ru_nivcsw - r0.ru_nivcsw;
-	f->cpu_ms = (r1.ru_utime.tv_sec + r1.ru_stime.tv_sec - r0.ru_utime.tv_sec -
-		     r0.ru_stime.tv_sec) * 1000 +
-		    (r1.ru_utime.tv_usec + r1.ru_stime.tv_usec - r0.ru_utime.tv_usec -
-		     r0.ru_stime.tv_usec) / 1000;
+	f->cpu_ms = wt_rusage_cpu_ms(&r0, &r1);
 	f->done = 1;
 	_exit(0);
 }

@@ -523,25 +523,6 @@ struct procs_shared {
 	volatile int done;
 };
 
-/* utime + stime of process @pid, in seconds; -1 if unreadable. */
-static double proc_cpu_s(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long ut, st;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
-	fclose(f);
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-			 &ut, &st) != 2)
-		return -1;
-	return (double)(ut + st) / sysconf(_SC_CLK_TCK);
-}
-
 /*
  * 1100 processes register at once: as many as the loader serves (1024 in
  * all) are accepted, every other one is refused with its reason
@@ -563,7 +544,7 @@ TEST_F_TIMEOUT(hint, eleven_hundred_processes_register, 400)
 	ASSERT_EQ(0, pipe2(hold, O_CLOEXEC));
 	procs0 = wt_json_fresh(OUT_FILE, "hint_procs", 10);
 	ASSERT_LE(0, procs0);
-	cb0 = proc_cpu_s(self->pid);
+	cb0 = wt_proc_cpu_s(self->pid);
 	tb0 = wt_now();
 	for (p = 0; p < MANY_PROCS; p++) {
 		kid = fork();
@@ -587,7 +568,7 @@ TEST_F_TIMEOUT(hint, eleven_hundred_processes_register, 400)
 	ASSERT_TRUE(wait_flag(&sh->done, MANY_PROCS, 300))
 		TH_LOG("%d of %d processes got an answer", sh->done, MANY_PROCS);
 	burst_s = wt_now() - tb0;
-	burst_cpu = proc_cpu_s(self->pid) - cb0;
+	burst_cpu = wt_proc_cpu_s(self->pid) - cb0;
 	for (p = 0; p < MANY_PROCS; p++) {
 		over1 += sh->waited[p] > 1.0;
 		if (sh->waited[p] > waited_max)
@@ -598,10 +579,10 @@ TEST_F_TIMEOUT(hint, eleven_hundred_processes_register, 400)
 	       burst_cpu, 100 * burst_cpu / burst_s, 1e3 * burst_cpu / MANY_PROCS, waited_max,
 	       over1);
 	/* While they all wait, registered or refused, the loader idles. */
-	c0 = proc_cpu_s(self->pid);
+	c0 = wt_proc_cpu_s(self->pid);
 	t0 = wt_now();
 	wt_sleep(3);
-	c1 = proc_cpu_s(self->pid);
+	c1 = wt_proc_cpu_s(self->pid);
 	for (p = 0; p < MANY_PROCS; p++) {
 		int rc = sh->rc[p];
 

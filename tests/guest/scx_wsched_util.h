@@ -47,6 +47,35 @@ static inline void wt_sleep(double s)
 		;
 }
 
+/* utime + stime of process @pid, in seconds; -1 if unreadable. */
+static inline double wt_proc_cpu_s(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut, st;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	/* The command name may hold spaces and ')': the fields follow the last ')'. */
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			 &ut, &st) != 2)
+		return -1;
+	return (double)(ut + st) / sysconf(_SC_CLK_TCK);
+}
+
+/* User + system CPU time between two getrusage() readings, in ms. */
+static inline long wt_rusage_cpu_ms(const struct rusage *r0, const struct rusage *r1)
+{
+	return (r1->ru_utime.tv_sec + r1->ru_stime.tv_sec - r0->ru_utime.tv_sec -
+		r0->ru_stime.tv_sec) * 1000 +
+	       (r1->ru_utime.tv_usec + r1->ru_stime.tv_usec - r0->ru_utime.tv_usec -
+		r0->ru_stime.tv_usec) / 1000;
+}
+
 static inline int wt_write_str(const char *path, const char *s)
 {
 	int fd = open(path, O_WRONLY), ret = 0;
