@@ -19,7 +19,9 @@ set -u
 TOP=${1:-$(dirname "$(dirname "$(dirname "$(readlink -f "$0")")")")}
 . "$TOP/tests/tap.sh"
 DEB=$TOP/build/deb
-T=$(mktemp -d)
+# Scratch files live on /run, a tmpfs outside the overlay the snapshots
+# walk: in /tmp they would be differences of their own.
+T=$(mktemp -d -p /run)
 trap 'rm -rf "$T"' EXIT
 
 if [ -z "${WSCHED_IN_GUEST:-}" ] || [ "$(cat /proc/1/comm)" != systemd ] ||
