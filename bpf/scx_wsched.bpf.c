@@ -924,26 +924,33 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, bool he
 {
 	struct task_struct *curr, *head;
 	struct rq *rq = NULL;
-	u64 ran, cvt;
+	u64 ran, since, cvt;
 	u32 tgid;
 
 	if (!wake_preempt_ns)
 		return;
-	if (here) {
-		curr = bpf_get_current_task_btf();
-	} else {
-		if (bpf_ksym_exists(scx_bpf_locked_rq___compat))
-			rq = scx_bpf_locked_rq___compat();
-		else if (bpf_ksym_exists(scx_bpf_cpu_rq))
-			rq = scx_bpf_cpu_rq(cpu);
-		if (!rq || rq->cpu != cpu)
-			return;
-		curr = rq->curr;
-	}
+	if (bpf_ksym_exists(scx_bpf_locked_rq___compat))
+		rq = scx_bpf_locked_rq___compat();
+	else if (bpf_ksym_exists(scx_bpf_cpu_rq))
+		rq = scx_bpf_cpu_rq(cpu);
+	if (!rq || rq->cpu != cpu)
+		return;
+	curr = here ? bpf_get_current_task_btf() : rq->curr;
 	if (!curr || !curr->pid || curr == p ||
 	    cur_pid[cpu & CPU_MASK] != (u32)curr->pid)
 		return;
+	/*
+	 * The run so far: sum_exec_runtime is brought up to date only at
+	 * ticks and switches (update_curr()), so add what ran since, by the
+	 * clock the kernel charges with (ttwu updated it before this
+	 * enqueue). Without it, a task that wakes within a tick of the
+	 * current task's start, as one sleeping to short periods beside
+	 * hogs does every time, would find it has run nothing.
+	 */
 	ran = curr->se.sum_exec_runtime - cur_sum[cpu & CPU_MASK];
+	since = rq->clock_task - curr->se.exec_start;
+	if ((s64)since > 0)
+		ran += since;
 	if ((s64)ran < (s64)wake_preempt_ns)
 		return;
 	cvt = curr->scx.dsq_vtime + scale_by_task_weight_inverse(curr, ran);
