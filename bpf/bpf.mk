@@ -8,7 +8,8 @@
 #
 # Every bpf/<stem>.bpf.c becomes build/bpf/<stem>.bpf.o and a libbpf skeleton
 # build/include/<stem>.skel.h (skeleton struct `<stem>`); a loader bpf/<stem>.c (if present) becomes
-# build/bin/<stem>, linked with libbpf.
+# build/bin/<stem>, linked with libbpf and with the objects LOADER_OBJS lists
+# for it (the hint server, scx_wsched_hintsrv.c, for scx_wsched).
 #
 # BPF programs and loaders include the sched_ext headers of the kernel source
 # (scx/common.bpf.h, scx/compat.bpf.h, scx/common.h) from $(KSRC)/tools/
@@ -27,7 +28,12 @@ LIBBPF_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf 
 BPF_SRC     := $(wildcard $(TOP)/bpf/*.bpf.c)
 BPF_OBJ     := $(patsubst $(TOP)/bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRC))
 BPF_SKEL    := $(patsubst $(TOP)/bpf/%.bpf.c,$(BUILD)/include/%.skel.h,$(BPF_SRC))
-BPF_LOADERS := $(patsubst $(TOP)/bpf/%.c,$(BUILD)/bin/%,$(filter-out %.bpf.c,$(wildcard $(TOP)/bpf/*.c)))
+BPF_LOADERS := $(patsubst $(TOP)/bpf/%.c,$(BUILD)/bin/%,$(wildcard $(BPF_SRC:.bpf.c=.c)))
+LOADER_CFLAGS = $(BASE_CFLAGS) -Wmissing-prototypes \
+		-I$(BUILD)/include -I$(TOP)/bpf -I$(TOP)/userspace/include -I$(SCX_INC)
+# The other userspace files of bpf/, each linked into one loader.
+LOADER_OBJS := $(BUILD)/bpf/scx_wsched_hintsrv.o
+$(BUILD)/bin/scx_wsched: $(BUILD)/bpf/scx_wsched_hintsrv.o
 
 ALL += $(VMLINUX_H) $(BPF_OBJ) $(BPF_SKEL) $(BPF_LOADERS)
 # The loaders carry their BPF object in the skeleton: only they are installed.
@@ -49,10 +55,15 @@ $(BUILD)/include/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $* >$@.tmp && mv $@.tmp $@
 
+$(LOADER_OBJS): $(BUILD)/bpf/%.o: $(TOP)/bpf/%.c $(wildcard $(TOP)/bpf/*.h $(TOP)/userspace/include/wsched/*.h)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LOADER_CFLAGS) -c -o $@ $<
+
 $(BUILD)/bin/%: $(TOP)/bpf/%.c $(BUILD)/include/%.skel.h $(wildcard $(TOP)/bpf/*.h $(TOP)/userspace/include/wsched/*.h)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) -I$(BUILD)/include -I$(TOP)/bpf -I$(TOP)/userspace/include -I$(SCX_INC) -o $@ $< $(LDFLAGS) $(LIBBPF_LIBS)
+	$(Q)$(CC) $(LOADER_CFLAGS) -o $@ $< $(filter %.o,$^) $(LDFLAGS) $(LIBBPF_LIBS)
 
 .PHONY: scx-inc-check
 scx-inc-check:

@@ -5,7 +5,7 @@
  * prints its counters, detaches on SIGINT/SIGTERM and reports the exit
  * reason the kernel recorded. When the kernel ejects the scheduler with a
  * restart request (CPU hotplug), it loads it again. While it runs it serves
- * the hint socket (scx_wsched_hintsrv.h, Documentation/abi.md).
+ * the hint socket (scx_wsched_hintsrv.c, Documentation/abi.md).
  *
  * Exit statuses (one line on stderr says why):
  *   0  detached on request        3  not root
@@ -27,9 +27,10 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <scx/common.h>
+#include <wsched/hint.h>	/* before the skeleton, which uses its types */
 
 #include "scx_wsched.h"
-#include "scx_wsched_hintsrv.h"	/* before the skeleton: it needs wsched/hint.h */
+#include "scx_wsched_hintsrv.h"
 #include "scx_wsched.skel.h"
 
 enum {
@@ -107,7 +108,7 @@ static const char usage_fmt[] =
 "6 the kernel ejected the scheduler (its recorded reason is printed).\n";
 
 static volatile sig_atomic_t exit_req;
-static struct hint_server hint_srv;
+static struct hint_server *hint_srv;	/* NULL: --no-hints */
 static bool verbose;
 static const char *prog = "scx_wsched";
 
@@ -252,23 +253,25 @@ static void read_stats(struct scx_wsched *skel, int nr_cpus, __u64 *out)
 static void print_stats(struct scx_wsched *skel, int nr_cpus, bool json, double secs)
 {
 	__u64 v[WSCHED_NR_STATS];
+	struct hint_server_counts hc;
 	size_t i;
 
 	read_stats(skel, nr_cpus, v);
+	hint_server_counts(hint_srv, &hc);
 	if (json) {
 		printf("{\"time_s\":%.1f", secs);
 		for (i = 0; i < WSCHED_NR_STATS; i++)
 			printf(",\"%s\":%llu", stat_names[i], (unsigned long long)v[i]);
 		printf(",\"hint_procs\":%d,\"hint_arrays_lingering\":%d,\"hint_refused_quota\":%lu,"
-		       "\"hint_threads_refused\":%lu}\n", hint_srv.nr, hint_srv.nr_linger,
-		       hint_srv.nr_refused_quota, hint_threads_refused(&hint_srv));
+		       "\"hint_threads_refused\":%lu}\n", hc.nr_procs, hc.nr_arrays_lingering,
+		       hc.nr_refused_quota, hc.nr_threads_refused);
 	} else {
 		printf("%7.1fs", secs);
 		for (i = 0; i < WSCHED_NR_STATS; i++)
 			printf(" %s=%llu", stat_names[i] + 3, (unsigned long long)v[i]);
 		printf(" hint_procs=%d hint_arrays_lingering=%d hint_refused_quota=%lu"
-		       " hint_threads_refused=%lu\n", hint_srv.nr, hint_srv.nr_linger,
-		       hint_srv.nr_refused_quota, hint_threads_refused(&hint_srv));
+		       " hint_threads_refused=%lu\n", hc.nr_procs, hc.nr_arrays_lingering,
+		       hc.nr_refused_quota, hc.nr_threads_refused);
 	}
 	fflush(stdout);
 }
@@ -521,7 +524,7 @@ int main(int argc, char **argv)
 			break;
 		case 'P':
 			hint_path = optarg;
-			if (hint_path[0] != '/' || strlen(hint_path) >= sizeof(hint_srv.path))
+			if (hint_path[0] != '/' || strlen(hint_path) >= HINT_SOCK_PATH_SIZE)
 				die_usage("--hint-socket must be an absolute path shorter than 108 bytes, not '%s'",
 					  hint_path);
 			break;
@@ -616,11 +619,12 @@ int main(int argc, char **argv)
 		return EX_LOAD;
 	}
 
-	hint_server_init(&hint_srv);
-	hint_srv.user_max = (int)hint_user_max;
-	if (hints && hint_server_start(&hint_srv, hint_path, hint_gid, why, sizeof(why))) {
-		fprintf(stderr, "%s: hint socket: %s (or run with --no-hints)\n", prog, why);
-		return EX_LOAD;
+	if (hints) {
+		hint_srv = hint_server_start(hint_path, hint_gid, (int)hint_user_max, why, sizeof(why));
+		if (!hint_srv) {
+			fprintf(stderr, "%s: hint socket: %s (or run with --no-hints)\n", prog, why);
+			return EX_LOAD;
+		}
 	}
 
 	libbpf_set_print(libbpf_print);
@@ -639,7 +643,7 @@ int main(int argc, char **argv)
 		skel = scx_wsched__open();
 		if (!skel) {
 			fprintf(stderr, "%s: cannot open the BPF object: %s\n", prog, strerror(errno));
-			hint_server_stop(&hint_srv);
+			hint_server_stop(hint_srv);
 			return EX_LOAD;
 		}
 		seq = scx_hotplug_seq();
@@ -663,20 +667,20 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s: cannot load the BPF scheduler: %s (run with --verbose for the verifier log)\n",
 				prog, strerror(-err));
 			scx_wsched__destroy(skel);
-			hint_server_stop(&hint_srv);
+			hint_server_stop(hint_srv);
 			return EX_LOAD;
 		}
 		t_load = now_s();
 		if (verbose)
 			print_verified(skel->obj);
-		hint_server_attach(&hint_srv, bpf_map__fd(skel->maps.hint_procs),
+		hint_server_attach(hint_srv, bpf_map__fd(skel->maps.hint_procs),
 				   &skel->bss->hint_procs_live);
 		bpf_map__set_autoattach(skel->maps.wsched_ops, false);
 		link = bpf_map__attach_struct_ops(skel->maps.wsched_ops);
 		if (!link) {
 			err = errno;
-			hint_server_detach(&hint_srv);
-			hint_server_stop(&hint_srv);
+			hint_server_detach(hint_srv);
+			hint_server_stop(hint_srv);
 			scx_wsched__destroy(skel);
 			if (err == EBUSY || err == EEXIST || err == EALREADY) {
 				fprintf(stderr, "%s: another sched_ext scheduler is loaded (attach: %s)\n",
@@ -696,7 +700,7 @@ int main(int argc, char **argv)
 		t0 = now_s();
 		next = t0 + stats_s;
 		while (!exit_req && !UEI_EXITED(skel, uei)) {
-			hint_server_poll(&hint_srv, 100);	/* or sleeps 100 ms */
+			hint_server_poll(hint_srv, 100);	/* or sleeps 100 ms */
 			if (stats_s && now_s() >= next) {
 				print_stats(skel, nr_cpus, json, now_s() - t0);
 				next += stats_s;
@@ -722,11 +726,11 @@ int main(int argc, char **argv)
 			/* Anything but our own unregister: the kernel ejected us. */
 			status = EX_EJECTED;
 		}
-		hint_server_detach(&hint_srv);
+		hint_server_detach(hint_srv);
 		scx_wsched__destroy(skel);
 		if (!restart)
 			break;
 	}
-	hint_server_stop(&hint_srv);
+	hint_server_stop(hint_srv);
 	return status;
 }
