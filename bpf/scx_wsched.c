@@ -117,6 +117,15 @@ static void on_signal(int sig)
 	exit_req = 1;
 }
 
+/* SIGINT and SIGTERM ask the main loop to stop (exit_req). */
+static void catch_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	if (level == LIBBPF_DEBUG && !verbose)
@@ -235,7 +244,9 @@ static int setup_topology(struct scx_wsched *skel, int nr_cpus)
 	return nr_llcs;
 }
 
-static void read_stats(struct scx_wsched *skel, int nr_cpus, __u64 *out)
+/* The counters of the stats map @fd summed over @nr_cpus CPUs (zeros if
+ * it cannot be read); -1 once the map is gone. */
+static int read_stats(int fd, int nr_cpus, __u64 *out)
 {
 	struct wsched_stats vals[nr_cpus];
 	__u32 zero = 0;
@@ -243,11 +254,12 @@ static void read_stats(struct scx_wsched *skel, int nr_cpus, __u64 *out)
 	size_t i;
 
 	memset(out, 0, sizeof(__u64) * WSCHED_NR_STATS);
-	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.wsched_stats), &zero, vals))
-		return;
+	if (bpf_map_lookup_elem(fd, &zero, vals))
+		return -1;
 	for (cpu = 0; cpu < nr_cpus; cpu++)
 		for (i = 0; i < WSCHED_NR_STATS; i++)
 			out[i] += ((__u64 *)&vals[cpu])[i];
+	return 0;
 }
 
 static void print_stats(struct scx_wsched *skel, int nr_cpus, bool json, double secs)
@@ -256,7 +268,7 @@ static void print_stats(struct scx_wsched *skel, int nr_cpus, bool json, double 
 	struct hint_server_counts hc;
 	size_t i;
 
-	read_stats(skel, nr_cpus, v);
+	read_stats(bpf_map__fd(skel->maps.wsched_stats), nr_cpus, v);
 	hint_server_counts(hint_srv, &hc);
 	if (json) {
 		printf("{\"time_s\":%.1f", secs);
@@ -361,24 +373,6 @@ static int map_fd_by_name(const char *name)
 	return best ? bpf_map_get_fd_by_id(best) : -1;
 }
 
-/* The counters of the stats map @fd summed over @nr_cpus CPUs; -1 once
- * the map is gone. */
-static int read_stats_fd(int fd, int nr_cpus, __u64 *out)
-{
-	struct wsched_stats vals[nr_cpus];
-	__u32 zero = 0;
-	int cpu;
-	size_t i;
-
-	memset(out, 0, sizeof(__u64) * WSCHED_NR_STATS);
-	if (bpf_map_lookup_elem(fd, &zero, vals))
-		return -1;
-	for (cpu = 0; cpu < nr_cpus; cpu++)
-		for (i = 0; i < WSCHED_NR_STATS; i++)
-			out[i] += ((__u64 *)&vals[cpu])[i];
-	return 0;
-}
-
 /* The index of counter @field in struct wsched_stats read as an array. */
 #define STAT_IDX(field) (offsetof(struct wsched_stats, field) / sizeof(__u64))
 
@@ -409,6 +403,11 @@ static int monitor(unsigned long secs, bool json, const char *scx_sysfs)
 	int nr_cpus = libbpf_num_possible_cpus(), fd, lines = 0;
 	double t0 = now_s(), t_prev = t0, t;
 
+	if (geteuid() != 0) {
+		fprintf(stderr, "%s: must run as root to read the scheduler's counters\n", prog);
+		return EX_NOT_ROOT;
+	}
+	catch_signals();
 	snprintf(path, sizeof(path), "%s/state", scx_sysfs);
 	if (read_str(path, state, sizeof(state))) {
 		fprintf(stderr, "%s: this kernel has no sched_ext (%s missing)\n", prog, path);
@@ -422,7 +421,7 @@ static int monitor(unsigned long secs, bool json, const char *scx_sysfs)
 		return EX_LOAD;
 	}
 	fd = nr_cpus > 0 ? map_fd_by_name("wsched_stats") : -1;
-	if (fd < 0 || read_stats_fd(fd, nr_cpus, prev)) {
+	if (fd < 0 || read_stats(fd, nr_cpus, prev)) {
 		fprintf(stderr, "%s: cannot read the running scheduler's counters (%s)\n", prog,
 			errno == EPERM ? "not allowed: run as root" : "map wsched_stats not found");
 		return EX_LOAD;
@@ -432,7 +431,7 @@ static int monitor(unsigned long secs, bool json, const char *scx_sysfs)
 			usleep(100000);
 		if (exit_req)
 			break;
-		if (read_stats_fd(fd, nr_cpus, cur)) {
+		if (read_stats(fd, nr_cpus, cur)) {
 			fprintf(stderr, "%s: the scheduler is gone\n", prog);
 			break;
 		}
@@ -464,87 +463,114 @@ static int monitor(unsigned long secs, bool json, const char *scx_sysfs)
 	return EX_OK;
 }
 
-int main(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "slice-us",	required_argument,	NULL, 's' },
-		{ "slice-min-us", required_argument,	NULL, 'm' },
-		{ "wake-preempt-us", required_argument,	NULL, 'w' },
-		{ "grace-us",	required_argument,	NULL, 'g' },
-		{ "group",	required_argument,	NULL, 'G' },
-		{ "hint-socket", required_argument,	NULL, 'P' },
-		{ "hint-user-max", required_argument,	NULL, 'U' },
-		{ "no-hints",	no_argument,		NULL, 'n' },
-		{ "hints-observe", no_argument,		NULL, 'O' },
-		{ "stats",	required_argument,	NULL, 'S' },
-		{ "monitor",	required_argument,	NULL, 'M' },
-		{ "json",	no_argument,		NULL, 'j' },
-		{ "verbose",	no_argument,		NULL, 'v' },
-		{ "version",	no_argument,		NULL, 'V' },
-		{ "help",	no_argument,		NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	unsigned long slice_us = WSCHED_SLICE_US_DFL, stats_s = 0, grace_us = WSCHED_GRACE_US_DFL;
-	unsigned long min_slice_us = 0;		/* 0: the default, from slice_us */
-	unsigned long wake_preempt_us = WSCHED_WAKE_PREEMPT_US_DFL;
-	unsigned long monitor_s = 0;		/* --monitor: read, do not load */
-	char load_opt[32] = "";			/* the last option that only loading takes */
-	int li = -1;				/* getopt_long's index of a long option */
-	const char *hint_path = WS_HINT_SOCK_PATH;
-	long hint_gid = -1;
-	unsigned long hint_user_max = HINT_USER_MAX_DFL;
-	bool hints = true, observe = false;
-	char why[512];
-	const char *scx_sysfs = getenv("WSCHED_SCX_SYSFS") ?: "/sys/kernel/sched_ext";
-	char path[512], buf[256];
-	struct sigaction sa = { .sa_handler = on_signal };
-	bool json = false;
-	int opt, nr_cpus, nr_llcs, status = EX_OK;
+/* The command line. */
+struct opts {
+	unsigned long slice_us;
+	unsigned long min_slice_us;
+	unsigned long wake_preempt_us;
+	unsigned long grace_us;
+	const char *hint_path;
+	long hint_gid;			/* --group, -1: root only */
+	unsigned long hint_user_max;
+	bool hints;			/* serve the hint socket (not --no-hints) */
+	bool observe;			/* --hints-observe */
+	unsigned long stats_s;		/* 0: no --stats */
+	unsigned long monitor_s;	/* --monitor: read, do not load */
+	bool json;
+};
 
-	prog = argv[0] && strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : "scx_wsched";
+static const struct option longopts[] = {
+	{ "slice-us",	required_argument,	NULL, 's' },
+	{ "slice-min-us", required_argument,	NULL, 'm' },
+	{ "wake-preempt-us", required_argument,	NULL, 'w' },
+	{ "grace-us",	required_argument,	NULL, 'g' },
+	{ "group",	required_argument,	NULL, 'G' },
+	{ "hint-socket", required_argument,	NULL, 'P' },
+	{ "hint-user-max", required_argument,	NULL, 'U' },
+	{ "no-hints",	no_argument,		NULL, 'n' },
+	{ "hints-observe", no_argument,		NULL, 'O' },
+	{ "stats",	required_argument,	NULL, 'S' },
+	{ "monitor",	required_argument,	NULL, 'M' },
+	{ "json",	no_argument,		NULL, 'j' },
+	{ "verbose",	no_argument,		NULL, 'v' },
+	{ "version",	no_argument,		NULL, 'V' },
+	{ "help",	no_argument,		NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void print_usage(void)
+{
+	printf(usage_fmt, prog, prog, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX, WSCHED_SLICE_US_DFL,
+	       WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX, WSCHED_WAKE_PREEMPT_US_DFL,
+	       WSCHED_GRACE_US_MAX, WSCHED_GRACE_US_DFL, WS_HINT_SOCK_PATH,
+	       (int)WS_HINT_MAX_PROCS, HINT_USER_MAX_DFL);
+}
+
+/*
+ * Fill @o from the command line and check it (a usage error exits). Returns
+ * -1 to go on, or the exit status when there is nothing more to do
+ * (--help, --version, an unknown option).
+ */
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	char load_opt[32] = "";		/* the last option that only loading takes */
+	int opt, li = -1;		/* getopt_long's index of a long option */
+
+	*o = (struct opts){
+		.slice_us = WSCHED_SLICE_US_DFL,
+		.min_slice_us = 0,	/* 0: the default, from slice_us */
+		.wake_preempt_us = WSCHED_WAKE_PREEMPT_US_DFL,
+		.grace_us = WSCHED_GRACE_US_DFL,
+		.hint_path = WS_HINT_SOCK_PATH,
+		.hint_gid = -1,
+		.hint_user_max = HINT_USER_MAX_DFL,
+		.hints = true,
+	};
 	while ((opt = getopt_long(argc, argv, "s:m:w:g:G:P:U:nOS:M:jvVh", longopts, &li)) != -1) {
 		switch (opt) {
 		case 's':
-			slice_us = parse_ulong("--slice-us", optarg, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX);
+			o->slice_us = parse_ulong("--slice-us", optarg, WSCHED_SLICE_US_MIN,
+						  WSCHED_SLICE_US_MAX);
 			break;
 		case 'm':
-			min_slice_us = parse_ulong("--slice-min-us", optarg, WSCHED_SLICE_US_MIN,
-						   WSCHED_SLICE_US_MAX);
+			o->min_slice_us = parse_ulong("--slice-min-us", optarg, WSCHED_SLICE_US_MIN,
+						      WSCHED_SLICE_US_MAX);
 			break;
 		case 'w':
-			wake_preempt_us = parse_ulong("--wake-preempt-us", optarg, 0, WSCHED_SLICE_US_MAX);
+			o->wake_preempt_us = parse_ulong("--wake-preempt-us", optarg, 0,
+							 WSCHED_SLICE_US_MAX);
 			break;
 		case 'g':
-			grace_us = parse_ulong("--grace-us", optarg, 0, WSCHED_GRACE_US_MAX);
+			o->grace_us = parse_ulong("--grace-us", optarg, 0, WSCHED_GRACE_US_MAX);
 			break;
 		case 'G':
-			hint_gid = hint_parse_group(optarg);
-			if (hint_gid < 0)
+			o->hint_gid = hint_parse_group(optarg);
+			if (o->hint_gid < 0)
 				die_usage("--group: no such group '%s'", optarg);
 			break;
 		case 'P':
-			hint_path = optarg;
-			if (hint_path[0] != '/' || strlen(hint_path) >= HINT_SOCK_PATH_SIZE)
+			o->hint_path = optarg;
+			if (optarg[0] != '/' || strlen(optarg) >= HINT_SOCK_PATH_SIZE)
 				die_usage("--hint-socket must be an absolute path shorter than 108 bytes, not '%s'",
-					  hint_path);
+					  optarg);
 			break;
 		case 'U':
-			hint_user_max = parse_ulong("--hint-user-max", optarg, 1, WS_HINT_MAX_PROCS);
+			o->hint_user_max = parse_ulong("--hint-user-max", optarg, 1, WS_HINT_MAX_PROCS);
 			break;
 		case 'n':
-			hints = false;
+			o->hints = false;
 			break;
 		case 'O':
-			observe = true;
+			o->observe = true;
 			break;
 		case 'S':
-			stats_s = parse_ulong("--stats", optarg, 1, 3600);
+			o->stats_s = parse_ulong("--stats", optarg, 1, 3600);
 			break;
 		case 'M':
-			monitor_s = parse_ulong("--monitor", optarg, 1, 3600);
+			o->monitor_s = parse_ulong("--monitor", optarg, 1, 3600);
 			break;
 		case 'j':
-			json = true;
+			o->json = true;
 			break;
 		case 'v':
 			verbose = true;
@@ -553,10 +579,7 @@ int main(int argc, char **argv)
 			printf("scx_wsched %s\n", WSCHED_VERSION);
 			return EX_OK;
 		case 'h':
-			printf(usage_fmt, prog, prog, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX, WSCHED_SLICE_US_DFL,
-			       WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX, WSCHED_WAKE_PREEMPT_US_DFL,
-			       WSCHED_GRACE_US_MAX, WSCHED_GRACE_US_DFL, WS_HINT_SOCK_PATH,
-			       (int)WS_HINT_MAX_PROCS, HINT_USER_MAX_DFL);
+			print_usage();
 			return EX_OK;
 		default:
 			fprintf(stderr, "%s: bad usage (see --help)\n", prog);
@@ -572,165 +595,216 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		die_usage("unexpected argument '%s'", argv[optind]);
-	if (monitor_s) {
+	if (o->monitor_s) {
 		if (load_opt[0])
 			die_usage("--monitor loads nothing and takes only --json, not %s", load_opt);
-		if (geteuid() != 0) {
-			fprintf(stderr, "%s: must run as root to read the scheduler's counters\n", prog);
-			return EX_NOT_ROOT;
-		}
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
-		return monitor(monitor_s, json, scx_sysfs);
+		return -1;
 	}
-	if (min_slice_us > slice_us) {
+	if (o->min_slice_us > o->slice_us) {
 		fprintf(stderr, "%s: --slice-min-us must be at most the base slice (--slice-us %lu), not %lu\n",
-			prog, slice_us, min_slice_us);
+			prog, o->slice_us, o->min_slice_us);
 		return EX_USAGE;
 	}
-	if (!min_slice_us)	/* 1/4 of the base, not below 100 us (the base is not) */
-		min_slice_us = slice_us / 4 > WSCHED_SLICE_US_MIN ? slice_us / 4 : WSCHED_SLICE_US_MIN;
-	if (observe && !hints)
+	if (!o->min_slice_us)	/* 1/4 of the base, not below 100 us (the base is not) */
+		o->min_slice_us = o->slice_us / 4 > WSCHED_SLICE_US_MIN ? o->slice_us / 4 :
+									  WSCHED_SLICE_US_MIN;
+	if (o->observe && !o->hints)
 		die_usage("--hints-observe excludes %s: it needs the hint socket", "--no-hints");
+	return -1;
+}
+
+/* Whether this process may load a scheduler here: root, a kernel with
+ * sched_ext, no other scheduler loaded. EX_OK, or the exit status. */
+static int check_loadable(const char *scx_sysfs)
+{
+	char path[512], state[256], ops[128] = "?";
 
 	if (geteuid() != 0) {
 		fprintf(stderr, "%s: must run as root to load a sched_ext scheduler\n", prog);
 		return EX_NOT_ROOT;
 	}
 	snprintf(path, sizeof(path), "%s/state", scx_sysfs);
-	if (read_str(path, buf, sizeof(buf))) {
+	if (read_str(path, state, sizeof(state))) {
 		fprintf(stderr, "%s: this kernel has no sched_ext (%s missing; needs CONFIG_SCHED_CLASS_EXT=y)\n",
 			prog, path);
 		return EX_NO_SCX;
 	}
-	if (strcmp(buf, "disabled")) {
-		char ops[128] = "?";
-
+	if (strcmp(state, "disabled")) {
 		snprintf(path, sizeof(path), "%s/root/ops", scx_sysfs);
 		read_str(path, ops, sizeof(ops));
 		fprintf(stderr, "%s: another sched_ext scheduler is loaded (state %s, ops %s)\n",
-			prog, buf, ops);
+			prog, state, ops);
 		return EX_BUSY;
 	}
+	return EX_OK;
+}
 
+/* Set the tunables and the topology in the opened object, before its load.
+ * Returns the number of LLCs. */
+static int configure(struct scx_wsched *skel, const struct opts *o, int nr_cpus)
+{
+	long seq = scx_hotplug_seq();
+	int nr_llcs;
+
+	if (seq >= 0)
+		skel->struct_ops.wsched_ops->hotplug_seq = seq;
+	/* No SCX_ENUM_INIT(): the BPF side relocates its enums (CO-RE). */
+	skel->rodata->slice_ns = o->slice_us * 1000ULL;
+	skel->rodata->min_slice_ns = o->min_slice_us * 1000ULL;
+	skel->rodata->wake_preempt_ns = o->wake_preempt_us * 1000ULL;
+	skel->rodata->grace_ns = o->grace_us * 1000ULL;
+	skel->rodata->hint_observe = o->observe;
+	skel->rodata->nr_cpus = nr_cpus;
+	/* After hotplug_seq: a change of SMT since is a restart. Unknown
+	 * (no such file) counts as SMT: select_cpu's shortcut stays off. */
+	skel->rodata->smt_active = read_long("/sys/devices/system/cpu/smt/active") != 0;
+	nr_llcs = setup_topology(skel, nr_cpus);
+	UEI_SET_SIZE(skel, wsched_ops, uei);
+	return nr_llcs;
+}
+
+/* Until a signal or the scheduler's exit: serve the hint socket, print the
+ * counters every --stats seconds. */
+static void serve(struct scx_wsched *skel, const struct opts *o, int nr_cpus, double t0)
+{
+	double next = t0 + o->stats_s;
+
+	while (!exit_req && !UEI_EXITED(skel, uei)) {
+		hint_server_poll(hint_srv, 100);	/* or sleeps 100 ms */
+		if (o->stats_s && now_s() >= next) {
+			print_stats(skel, nr_cpus, o->json, now_s() - t0);
+			next += o->stats_s;
+		}
+	}
+}
+
+/*
+ * Print the exit the kernel recorded (and its debug dump after an error).
+ * Sets *@restart when the kernel asked for a restart we should honour.
+ * Returns EX_OK, or EX_EJECTED when the kernel ejected the scheduler.
+ */
+static int report_exit(struct scx_wsched *skel, bool *restart)
+{
+	struct user_exit_info *ei = &skel->data->uei;
+
+	if (ei->kind >= EXIT_ERROR && skel->data_uei_dump->uei_dump[0])
+		fprintf(stderr, "%s: kernel debug dump:\n%s\n", prog, skel->data_uei_dump->uei_dump);
+	fprintf(stderr, "%s: exit: %s", prog, ei->reason[0] ? ei->reason : "(no reason recorded)");
+	if (ei->msg[0])
+		fprintf(stderr, " (%s)", ei->msg);
+	fprintf(stderr, " [kind %d %s, code %#llx]\n", ei->kind, exit_kind_name(ei->kind),
+		(unsigned long long)ei->exit_code);
+
+	if (!exit_req && UEI_ECODE_RESTART(ei->exit_code)) {
+		fprintf(stderr, "%s: the kernel asked for a restart: loading again\n", prog);
+		*restart = true;
+	} else if (ei->kind != EXIT_UNREG && ei->kind != EXIT_NONE) {
+		/* Anything but our own unregister: the kernel ejected us. */
+		return EX_EJECTED;
+	}
+	return EX_OK;
+}
+
+/*
+ * One life of the scheduler: open, configure, load and attach it, serve
+ * until it exits or a signal asks us to stop, then report why it exited.
+ * Sets *@restart when it is to be loaded again (the kernel asked, after
+ * CPU hotplug). Returns the exit status.
+ */
+static int load_and_run(const struct opts *o, int nr_cpus, bool *restart)
+{
+	double t0, t_open = now_s(), t_load;
+	struct scx_wsched *skel;
+	struct bpf_link *link;
+	int err, nr_llcs, status;
+
+	*restart = false;
+	skel = scx_wsched__open();
+	if (!skel) {
+		fprintf(stderr, "%s: cannot open the BPF object: %s\n", prog, strerror(errno));
+		return EX_LOAD;
+	}
+	nr_llcs = configure(skel, o, nr_cpus);
+	err = scx_wsched__load(skel);
+	if (err) {
+		fprintf(stderr, "%s: cannot load the BPF scheduler: %s (run with --verbose for the verifier log)\n",
+			prog, strerror(-err));
+		scx_wsched__destroy(skel);
+		return EX_LOAD;
+	}
+	t_load = now_s();
+	if (verbose)
+		print_verified(skel->obj);
+	hint_server_attach(hint_srv, bpf_map__fd(skel->maps.hint_procs), &skel->bss->hint_procs_live);
+	bpf_map__set_autoattach(skel->maps.wsched_ops, false);
+	link = bpf_map__attach_struct_ops(skel->maps.wsched_ops);
+	if (!link) {
+		err = errno;
+		hint_server_detach(hint_srv);
+		scx_wsched__destroy(skel);
+		if (err == EBUSY || err == EEXIST || err == EALREADY) {
+			fprintf(stderr, "%s: another sched_ext scheduler is loaded (attach: %s)\n",
+				prog, strerror(err));
+			return EX_BUSY;
+		}
+		fprintf(stderr, "%s: cannot attach the scheduler: %s\n", prog, strerror(err));
+		return EX_LOAD;
+	}
+	if (verbose)
+		fprintf(stderr, "%s: attached: %d CPUs, %d LLCs, slice %lu us, hints %s; "
+			"open and load (verifier) %.2f s, attach %.2f s\n",
+			prog, nr_cpus, nr_llcs, o->slice_us,
+			!o->hints ? "off" : o->observe ? "observed only" : "on",
+			t_load - t_open, now_s() - t_load);
+
+	t0 = now_s();
+	serve(skel, o, nr_cpus, t0);
+	bpf_link__destroy(link);
+	if (o->stats_s)
+		print_stats(skel, nr_cpus, o->json, now_s() - t0);
+	status = report_exit(skel, restart);
+	hint_server_detach(hint_srv);
+	scx_wsched__destroy(skel);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	const char *scx_sysfs = getenv("WSCHED_SCX_SYSFS") ?: "/sys/kernel/sched_ext";
+	struct opts o;
+	char why[512];
+	int nr_cpus, status;
+	bool restart;
+
+	prog = argv[0] && strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : "scx_wsched";
+	status = parse_opts(argc, argv, &o);
+	if (status >= 0)
+		return status;
+	if (o.monitor_s)
+		return monitor(o.monitor_s, o.json, scx_sysfs);
+
+	status = check_loadable(scx_sysfs);
+	if (status != EX_OK)
+		return status;
 	nr_cpus = libbpf_num_possible_cpus();
 	if (nr_cpus <= 0 || nr_cpus > WSCHED_MAX_CPUS) {
 		fprintf(stderr, "%s: %d possible CPUs, supported 1..%d\n", prog, nr_cpus, WSCHED_MAX_CPUS);
 		return EX_LOAD;
 	}
-
-	if (hints) {
-		hint_srv = hint_server_start(hint_path, hint_gid, (int)hint_user_max, why, sizeof(why));
+	if (o.hints) {
+		hint_srv = hint_server_start(o.hint_path, o.hint_gid, (int)o.hint_user_max,
+					     why, sizeof(why));
 		if (!hint_srv) {
 			fprintf(stderr, "%s: hint socket: %s (or run with --no-hints)\n", prog, why);
 			return EX_LOAD;
 		}
 	}
-
 	libbpf_set_print(libbpf_print);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	catch_signals();
 
-	for (;;) {
-		struct scx_wsched *skel;
-		struct bpf_link *link;
-		struct user_exit_info *ei;
-		double t0, next, t_open = now_s(), t_load;
-		long seq;
-		int err;
-		bool restart = false;
-
-		skel = scx_wsched__open();
-		if (!skel) {
-			fprintf(stderr, "%s: cannot open the BPF object: %s\n", prog, strerror(errno));
-			hint_server_stop(hint_srv);
-			return EX_LOAD;
-		}
-		seq = scx_hotplug_seq();
-		if (seq >= 0)
-			skel->struct_ops.wsched_ops->hotplug_seq = seq;
-		/* No SCX_ENUM_INIT(): the BPF side relocates its enums (CO-RE). */
-		skel->rodata->slice_ns = slice_us * 1000ULL;
-		skel->rodata->min_slice_ns = min_slice_us * 1000ULL;
-		skel->rodata->wake_preempt_ns = wake_preempt_us * 1000ULL;
-		skel->rodata->grace_ns = grace_us * 1000ULL;
-		skel->rodata->hint_observe = observe;
-		skel->rodata->nr_cpus = nr_cpus;
-		/* After hotplug_seq: a change of SMT since is a restart. Unknown
-		 * (no such file) counts as SMT: select_cpu's shortcut stays off. */
-		skel->rodata->smt_active = read_long("/sys/devices/system/cpu/smt/active") != 0;
-		nr_llcs = setup_topology(skel, nr_cpus);
-		UEI_SET_SIZE(skel, wsched_ops, uei);
-
-		err = scx_wsched__load(skel);
-		if (err) {
-			fprintf(stderr, "%s: cannot load the BPF scheduler: %s (run with --verbose for the verifier log)\n",
-				prog, strerror(-err));
-			scx_wsched__destroy(skel);
-			hint_server_stop(hint_srv);
-			return EX_LOAD;
-		}
-		t_load = now_s();
-		if (verbose)
-			print_verified(skel->obj);
-		hint_server_attach(hint_srv, bpf_map__fd(skel->maps.hint_procs),
-				   &skel->bss->hint_procs_live);
-		bpf_map__set_autoattach(skel->maps.wsched_ops, false);
-		link = bpf_map__attach_struct_ops(skel->maps.wsched_ops);
-		if (!link) {
-			err = errno;
-			hint_server_detach(hint_srv);
-			hint_server_stop(hint_srv);
-			scx_wsched__destroy(skel);
-			if (err == EBUSY || err == EEXIST || err == EALREADY) {
-				fprintf(stderr, "%s: another sched_ext scheduler is loaded (attach: %s)\n",
-					prog, strerror(err));
-				return EX_BUSY;
-			}
-			fprintf(stderr, "%s: cannot attach the scheduler: %s\n", prog, strerror(err));
-			return EX_LOAD;
-		}
-		if (verbose)
-			fprintf(stderr, "%s: attached: %d CPUs, %d LLCs, slice %lu us, hints %s; "
-				"open and load (verifier) %.2f s, attach %.2f s\n",
-				prog, nr_cpus, nr_llcs, slice_us,
-				!hints ? "off" : observe ? "observed only" : "on",
-				t_load - t_open, now_s() - t_load);
-
-		t0 = now_s();
-		next = t0 + stats_s;
-		while (!exit_req && !UEI_EXITED(skel, uei)) {
-			hint_server_poll(hint_srv, 100);	/* or sleeps 100 ms */
-			if (stats_s && now_s() >= next) {
-				print_stats(skel, nr_cpus, json, now_s() - t0);
-				next += stats_s;
-			}
-		}
-
-		bpf_link__destroy(link);
-		ei = &skel->data->uei;
-		if (stats_s)
-			print_stats(skel, nr_cpus, json, now_s() - t0);
-		if (ei->kind >= EXIT_ERROR && skel->data_uei_dump->uei_dump[0])
-			fprintf(stderr, "%s: kernel debug dump:\n%s\n", prog, skel->data_uei_dump->uei_dump);
-		fprintf(stderr, "%s: exit: %s", prog, ei->reason[0] ? ei->reason : "(no reason recorded)");
-		if (ei->msg[0])
-			fprintf(stderr, " (%s)", ei->msg);
-		fprintf(stderr, " [kind %d %s, code %#llx]\n", ei->kind, exit_kind_name(ei->kind),
-			(unsigned long long)ei->exit_code);
-
-		if (!exit_req && UEI_ECODE_RESTART(ei->exit_code)) {
-			fprintf(stderr, "%s: the kernel asked for a restart: loading again\n", prog);
-			restart = true;
-		} else if (ei->kind != EXIT_UNREG && ei->kind != EXIT_NONE) {
-			/* Anything but our own unregister: the kernel ejected us. */
-			status = EX_EJECTED;
-		}
-		hint_server_detach(hint_srv);
-		scx_wsched__destroy(skel);
-		if (!restart)
-			break;
-	}
+	do
+		status = load_and_run(&o, nr_cpus, &restart);
+	while (restart);
 	hint_server_stop(hint_srv);
 	return status;
 }
