@@ -7,8 +7,8 @@
  * a runnable-task stall would have made the kernel eject it (exit 6, and a
  * "disabled (runnable task stall)" console line that fails the lab run).
  *
- * `make test-guest` runs it on 4 vCPUs; `make stress-guest LAB_CPUS=16`
- * runs it again for 60 s on 16 vCPUs (bpf/bpf.mk).
+ * `make test-guest` runs it on 4 vCPUs; `make stress-guest` runs it
+ * again for 60 s on STRESS_CPUS (16) vCPUs (bpf/bpf.mk).
  */
 #include "scx_wsched_util.h"
 #include "kselftest_harness.h"
