@@ -68,6 +68,8 @@
  */
 #include <scx/common.bpf.h>
 #include "scx_wsched.h"
+#include "scx_wsched_hint.bpf.h"	/* hints from registered processes */
+#include "scx_wsched_stats.bpf.h"
 
 /*
  * scx/enums.bpf.h turns every scx enum into a rodata copy that the loader
@@ -209,29 +211,6 @@ static __always_inline s32 task_cpu_of(const struct task_struct *p)
 }
 
 UEI_DEFINE(uei);
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct wsched_stats);
-} wsched_stats SEC(".maps");
-
-static __always_inline struct wsched_stats *stats(void)
-{
-	u32 zero = 0;
-
-	return bpf_map_lookup_elem(&wsched_stats, &zero);
-}
-
-#define STAT_INC(field) do {					\
-	struct wsched_stats *__s = stats();			\
-	if (__s)						\
-		__s->field++;					\
-} while (0)
-
-/* Hints from registered processes: scx_wsched_hint.bpf.h. */
-#include "scx_wsched_hint.bpf.h"
 
 static __always_inline u32 llc_of(s32 cpu)
 {

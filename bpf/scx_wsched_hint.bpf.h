@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * scx_wsched hints: the scheduler side of the protocol of
- * Documentation/abi.md. Included once, by scx_wsched.bpf.c, after its stats
- * helpers.
+ * Documentation/abi.md, included by scx_wsched.bpf.c.
  *
  * Every registered process has its own mmapable array of WS_HINT_NR_SLOTS
  * struct ws_hint_slot; the loader puts it into hint_procs at key = the
@@ -62,7 +61,10 @@
 #ifndef __SCX_WSCHED_HINT_BPF_H
 #define __SCX_WSCHED_HINT_BPF_H
 
+#include <scx/common.bpf.h>
 #include <wsched/hint.h>
+#include "scx_wsched.h"
+#include "scx_wsched_stats.bpf.h"
 
 const volatile u64 grace_ns = WSCHED_GRACE_US_DFL * 1000ULL;	/* 0: no grace */
 /* Read slots only to count (see the top). rodata: the verifier drops every
