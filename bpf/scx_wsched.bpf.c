@@ -584,7 +584,7 @@ static __always_inline void prefer_worker(struct task_struct *p, s32 cpu)
 		}
 		return;
 	}
-	slots = bpf_map_lookup_elem(&hint_procs, &tgid);
+	slots = hint_proc_slots(p);
 	if (!slots || !nr_cpus)
 		return;
 	start = bpf_get_prandom_u32() % nr_cpus;
@@ -597,7 +597,7 @@ static __always_inline void prefer_worker(struct task_struct *p, s32 cpu)
 		    time_before(now, cur_start[c & CPU_MASK] + thief_slice()))
 			continue;
 		if (!bpf_cpumask_test_cpu(c, p->cpus_ptr) ||
-		    !tid_is_idle_thief(slots, ns_tid_of_pid(p, cur_pid[c & CPU_MASK])) ||
+		    !hint_pid_is_idle_thief(slots, p, cur_pid[c & CPU_MASK]) ||
 		    !yield_fair(p, c))
 			continue;
 		yt = &yield_target[c & CPU_MASK];
@@ -636,7 +636,7 @@ static __always_inline bool dispatch_yield_target(s32 cpu, struct task_struct *p
 	 * competes by vtime as after any slice and keeps the CPU.
 	 */
 	if (tgid && prev && (prev->scx.flags & WS_TASK_QUEUED) &&
-	    (prev->tgid != tgid || !task_is_idle_thief(prev))) {
+	    (prev->tgid != tgid || !hint_task_is_idle_thief(prev))) {
 		STAT_INC(nr_thief_preempt_stale);
 		return false;
 	}
@@ -686,13 +686,12 @@ static __always_inline bool dispatch_queued_worker(s32 cpu, struct task_struct *
 	struct queued_worker *qw;
 	struct task_struct *p;
 	u32 tgid = prev->tgid, start, i, c = 0, pid = 0, n = 0;
-	struct ws_hint_slot *s;
 	void *slots;
 
 	if (!hints_live() || !nr_cpus)
 		return false;
-	slots = bpf_map_lookup_elem(&hint_procs, &tgid);
-	if (!slots || !tid_is_idle_thief(slots, task_ns_tid(prev)))
+	slots = hint_idle_thief_slots(prev);
+	if (!slots)
 		return false;
 	/* This CPU's own deque first (no migration), then from a random start. */
 	start = bpf_get_prandom_u32() % nr_cpus;
@@ -715,8 +714,7 @@ static __always_inline bool dispatch_queued_worker(s32 cpu, struct task_struct *
 			continue;
 		if (p->tgid != tgid)
 			break;
-		s = slot_of_tid(slots, task_ns_tid(p), NULL);
-		if (!s || *(volatile u32 *)&s->state != WS_HINT_WORKER)
+		if (!hint_task_is_worker_in(slots, p))
 			break;
 		if (!may_run_on(p, cpu) || !yield_fair(p, cpu))
 			return false;	/* another thief's CPU may take it */
@@ -904,7 +902,6 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, bool he
 	struct task_struct *curr, *head;
 	struct rq *rq = NULL;
 	u64 ran, since, cvt;
-	u32 tgid;
 
 	if (!wake_preempt_ns)
 		return;
@@ -938,8 +935,7 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, bool he
 	head = __COMPAT_scx_bpf_dsq_peek(cpu);
 	if (head && head != p && time_before(head->scx.dsq_vtime, vtime))
 		return;
-	tgid = curr->tgid;
-	if (hints_live() && bpf_map_lookup_elem(&hint_procs, &tgid))
+	if (hint_registered(curr))
 		return;
 	scx_bpf_kick_cpu(cpu, WS_KICK_PREEMPT);
 	STAT_INC(nr_wake_preempt);
@@ -1218,45 +1214,6 @@ static __always_inline bool yield_towards(struct task_struct *from, struct task_
 }
 
 /*
- * The directed-yield fallback without wsched.ko (Documentation/abi.md,
- * yield_to_tid): a registered thread names its target in its hint slot and
- * calls sched_yield(). The target is looked up by that tid and used only if
- * the kernel says it is a thread of the yielder's own process (its tgid);
- * a target that is not waiting on one of our deques is simply not found by
- * yield_towards(). The kernel did not check runnability for us here, but
- * yield_towards() only records a pid for the next dispatch, which moves the
- * task only if it still finds it queued. Unlike yield_to() through the
- * module, this path only ever hands over the yielder's own CPU (here_only:
- * no boost, no preempting kick of another CPU), so sched_yield() spam
- * cannot cut other tasks' slices. @s is @from's slot (NULL: none, or only
- * observing). Returns a reference to release.
- */
-static __always_inline struct task_struct *hint_yield_target(struct task_struct *from,
-								struct ws_hint_slot *s)
-{
-	struct task_struct *t;
-	u32 tid;
-
-	if (!s)
-		return NULL;
-	tid = *(volatile u32 *)&s->yield_to_tid;	/* one read of untrusted memory */
-	if (!tid || tid == (u32)from->pid || tid > 0x7fffffff)
-		return NULL;
-	/* The tid is in the yielder's namespace; only the initial one's are
-	 * kernel pids that bpf_task_from_pid() can look up. */
-	if (BPF_CORE_READ(from, thread_pid, level))
-		return NULL;
-	t = bpf_task_from_pid((s32)tid);
-	if (!t)
-		return NULL;
-	if (t->tgid != from->tgid) {
-		bpf_task_release(t);
-		return NULL;
-	}
-	return t;
-}
-
-/*
  * Yield-to-all (Arora, Blumofe & Plaxton): a registered thread's
  * sched_yield() outside every critical section (hint_yield_to_all()) puts
  * it behind every task waiting on this CPU's deque, so each of them (its
@@ -1305,25 +1262,17 @@ static __always_inline bool yield_behind_head(struct task_struct *from)
 
 bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *to)
 {
-	struct hint_ctx *hc = hints_live() ? bpf_task_storage_get(&hint_ctxs, from, 0, 0) : NULL;
-	struct ws_hint_slot *s = hint_slot(from, hc);	/* one lookup for all below */
-	struct ws_hint_slot *acting;
+	struct hint_yield hy;
 	struct task_struct *t;
 
-	/* A thread announcing a slot outside its probe window yields to be
-	 * seen here (wsched/hint.h); even when only observing. */
-	if (!s && hints_live())
-		s = hint_take_announce(from, &hc);
-	acting = hint_observe ? NULL : s;
-
+	t = wsched_hint_yield_begin(from, to, &hy);
 	if (!to) {
-		t = hint_yield_target(from, acting);
 		if (t) {
 			STAT_INC(nr_yield_hint);
 			if (yield_towards(from, t, true))
 				STAT_INC(nr_yield_hint_handoff);
 			bpf_task_release(t);
-		} else if (acting && hint_yield_to_all(acting)) {
+		} else if (hy.to_all) {
 			yield_behind_all(from);
 		} else if (!yield_behind_head(from) && !scx_bpf_dsq_nr_queued(WS_DSQ_LOCAL)) {
 			/* A plain yield that nobody waits behind on this CPU
@@ -1332,17 +1281,17 @@ bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *
 			 * dispatch that picks the yielder again. (A
 			 * yield-to-all still takes the trip: a THIEF's
 			 * dispatch may pull a queued WORKER of its process.) */
-			wsched_hint_yield(from, hc, s, false);
+			wsched_hint_yield_end(from, &hy, false);
 			return false;
 		}
 		scx_bpf_task_set_slice(from, 0);
-		wsched_hint_yield(from, hc, s, true);
+		wsched_hint_yield_end(from, &hy, true);
 		return false;
 	}
 	STAT_INC(nr_yield_to);
 	if (!yield_towards(from, to, false))
 		return false;
-	wsched_hint_yield(from, hc, s, true);
+	wsched_hint_yield_end(from, &hy, true);
 	return true;
 }
 

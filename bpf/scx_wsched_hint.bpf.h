@@ -392,8 +392,6 @@ static __always_inline u32 hint_state(struct task_struct *p)
 /*
  * Is thread @tid (its id in its own PID namespace) of the process whose
  * slot array is @slots a thief outside any critical section right now?
- * (Worker preference: only such a thread may be preempted for a worker of
- * its own process.)
  */
 static __always_inline bool tid_is_idle_thief(void *slots, u32 tid)
 {
@@ -403,16 +401,64 @@ static __always_inline bool tid_is_idle_thief(void *slots, u32 tid)
 	       *(volatile u32 *)&s->cs_depth == 0;
 }
 
-/* The same test for task @p, through its own process's slot array. */
-static __always_inline bool task_is_idle_thief(struct task_struct *p)
+/*
+ * Worker preference (prefer_worker(), dispatch_queued_worker() and
+ * dispatch_yield_target() in scx_wsched.bpf.c) asks these. Only a thief
+ * outside any section may be displaced for a worker of its own process, so
+ * every question is about threads of one process, through that process's
+ * own slot array (@slots, from hint_proc_slots() or hint_idle_thief_slots():
+ * the core passes it back and never reads it). None is gated on
+ * hint_observe: the core asks only after hint_state() said WORKER or THIEF,
+ * which it never says when only observing.
+ */
+
+/* The slot array of @p's process (hint_procs[p->tgid]), or NULL when it is
+ * not registered. Not gated on hints_live(): hint_state() was. */
+static __always_inline void *hint_proc_slots(struct task_struct *p)
 {
 	u32 tgid = p->tgid;
-	void *slots;
 
-	if (!hints_live())
-		return false;
-	slots = bpf_map_lookup_elem(&hint_procs, &tgid);
-	return slots && tid_is_idle_thief(slots, task_ns_tid(p));
+	return bpf_map_lookup_elem(&hint_procs, &tgid);
+}
+
+/* hint_proc_slots(@p) if @p is a thief outside any section, else NULL. */
+static __always_inline void *hint_idle_thief_slots(struct task_struct *p)
+{
+	void *slots = hint_proc_slots(p);
+
+	return slots && tid_is_idle_thief(slots, task_ns_tid(p)) ? slots : NULL;
+}
+
+/* Is @p a thief outside any section, through its own process's array? */
+static __always_inline bool hint_task_is_idle_thief(struct task_struct *p)
+{
+	return hints_live() && hint_idle_thief_slots(p);
+}
+
+/* Is the thread whose kernel pid is @pid, of @p's process (@slots), a thief
+ * outside any section? Costs a task lookup only inside a non-initial PID
+ * namespace (ns_tid_of_pid()). */
+static __always_inline bool hint_pid_is_idle_thief(void *slots, struct task_struct *p, u32 pid)
+{
+	return tid_is_idle_thief(slots, ns_tid_of_pid(p, pid));
+}
+
+/* Does the slot of @p, a thread of the process of @slots, say WORKER? */
+static __always_inline bool hint_task_is_worker_in(void *slots, struct task_struct *p)
+{
+	struct ws_hint_slot *s = slot_of_tid(slots, task_ns_tid(p), NULL);
+
+	return s && *(volatile u32 *)&s->state == WS_HINT_WORKER;
+}
+
+/*
+ * Is @p's process registered (hints live and it has a slot array)? Racy
+ * like hint_procs_live: a process is seen registered a moment early or
+ * late.
+ */
+static __always_inline bool hint_registered(struct task_struct *p)
+{
+	return hints_live() && hint_proc_slots(p);
 }
 
 /*
@@ -430,20 +476,105 @@ static __always_inline bool hint_yield_to_all(struct ws_hint_slot *s)
 }
 
 /*
- * ops.yield, when @p gives its CPU up (sched_yield(), or a yield_to() that
- * was carried out; @hc and @s are its task storage and slot as ops.yield
- * looked them up): if @p is registered, its next ops.stopping is that
- * yield's, unless a tick finds it still running first (nothing else could
- * run: the yield kept the CPU). Lets nr_cs_yielded tell a section holder's
- * (or a ticket lock's queued waiter's) own yield from a preemption. A tick
- * between the yield and the switch (a few instructions with interrupts on)
- * makes one yield count as a preemption; accepted. @switching is false for
- * a yield that keeps the CPU (nobody waited): it still ends a pending
- * grace, but no stop follows it.
+ * The directed-yield fallback without wsched.ko (Documentation/abi.md,
+ * yield_to_tid): a registered thread names its target in its hint slot and
+ * calls sched_yield(). The target is looked up by that tid and used only if
+ * the kernel says it is a thread of the yielder's own process (its tgid);
+ * a target that is not waiting on one of our deques is simply not found by
+ * yield_towards(). The kernel did not check runnability for us here, but
+ * yield_towards() only records a pid for the next dispatch, which moves the
+ * task only if it still finds it queued. Unlike yield_to() through the
+ * module, this path only ever hands over the yielder's own CPU (here_only:
+ * no boost, no preempting kick of another CPU), so sched_yield() spam
+ * cannot cut other tasks' slices. @s is @from's slot (NULL: none, or only
+ * observing). Returns a reference to release.
  */
-static __always_inline void wsched_hint_yield(struct task_struct *p, struct hint_ctx *hc,
-					      struct ws_hint_slot *s, bool switching)
+static __always_inline struct task_struct *hint_yield_target(struct task_struct *from,
+								struct ws_hint_slot *s)
 {
+	struct task_struct *t;
+	u32 tid;
+
+	if (!s)
+		return NULL;
+	tid = *(volatile u32 *)&s->yield_to_tid;	/* one read of untrusted memory */
+	if (!tid || tid == (u32)from->pid || tid > 0x7fffffff)
+		return NULL;
+	/* The tid is in the yielder's namespace; only the initial one's are
+	 * kernel pids that bpf_task_from_pid() can look up. */
+	if (BPF_CORE_READ(from, thread_pid, level))
+		return NULL;
+	t = bpf_task_from_pid((s32)tid);
+	if (!t)
+		return NULL;
+	if (t->tgid != from->tgid) {
+		bpf_task_release(t);
+		return NULL;
+	}
+	return t;
+}
+
+/*
+ * ops.yield's view of the yielder's slot: filled in by
+ * wsched_hint_yield_begin(), handed back to wsched_hint_yield_end(); the
+ * core reads only to_all.
+ */
+struct hint_yield {
+	struct hint_ctx *hc;	/* the yielder's task storage, or NULL */
+	struct ws_hint_slot *s;	/* its slot, also when only observing; or NULL */
+	bool to_all;		/* a sched_yield() that goes behind all (yield_behind_all()) */
+};
+
+/*
+ * ops.yield, first: look @from's slot up, once for the whole yield. A
+ * thread announcing a slot outside its probe window yields to be seen here
+ * (wsched/hint.h), even when only observing. For a sched_yield() (@to
+ * NULL) this also reads what the acting slot asks for (none when only
+ * observing): returns a thread it names as its target (see
+ * hint_yield_target(); a reference the caller releases), or NULL and sets
+ * hy->to_all when the yield goes behind everything queued on this CPU
+ * (hint_yield_to_all()). A yield_to() (@to set) reads no more than the
+ * lookup: NULL, to_all false.
+ */
+static __always_inline struct task_struct *wsched_hint_yield_begin(struct task_struct *from,
+								   struct task_struct *to,
+								   struct hint_yield *hy)
+{
+	struct ws_hint_slot *acting;
+	struct task_struct *t;
+
+	hy->hc = hints_live() ? bpf_task_storage_get(&hint_ctxs, from, 0, 0) : NULL;
+	hy->s = hint_slot(from, hy->hc);
+	hy->to_all = false;
+	if (!hy->s && hints_live())
+		hy->s = hint_take_announce(from, &hy->hc);
+	if (to)
+		return NULL;
+	acting = hint_observe ? NULL : hy->s;
+	t = hint_yield_target(from, acting);
+	if (!t && acting)
+		hy->to_all = hint_yield_to_all(acting);
+	return t;
+}
+
+/*
+ * ops.yield, last, when @from gives its CPU up (sched_yield(), or a
+ * yield_to() that was carried out; @hy from wsched_hint_yield_begin()): if
+ * @from is registered, its next ops.stopping is that yield's, unless a tick
+ * finds it still running first (nothing else could run: the yield kept the
+ * CPU). Lets nr_cs_yielded tell a section holder's (or a ticket lock's
+ * queued waiter's) own yield from a preemption. A tick between the yield
+ * and the switch (a few instructions with interrupts on) makes one yield
+ * count as a preemption; accepted. @switching is false for a yield that
+ * keeps the CPU (nobody waited): it still ends a pending grace, but no stop
+ * follows it.
+ */
+static __always_inline void wsched_hint_yield_end(struct task_struct *from,
+						  struct hint_yield *hy, bool switching)
+{
+	struct ws_hint_slot *s = hy->s;
+	struct hint_ctx *hc = hy->hc;
+
 	if (!s)
 		return;
 	if (hc && hc->grace_pending) {
@@ -457,7 +588,7 @@ static __always_inline void wsched_hint_yield(struct task_struct *p, struct hint
 	if (!switching)
 		return;		/* it keeps running: no stop follows */
 	if (!hc)
-		hc = bpf_task_storage_get(&hint_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		hc = bpf_task_storage_get(&hint_ctxs, from, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (hc)
 		hc->yielded = 1;
 }
