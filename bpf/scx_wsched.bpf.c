@@ -35,11 +35,12 @@
  *   to --slice-min-us when others wait behind it, and kicks an idle thief.
  * - Yield: see wsched_yield() (plain, yield-to-all, directed).
  *
- * Hints (Documentation/abi.md, scx_wsched_hint.bpf.h): a registered
- * process's thread inside a critical section gets one grace slice; a THIEF
- * is charged WS_THIEF_CHARGE x and gets thief_slice(); a queued WORKER gets
- * the next idle CPU or a CPU running a THIEF of its own process
- * (prefer_worker(), dispatch_queued_worker()).
+ * Hints (Documentation/abi.md): a registered process's thread inside a
+ * critical section gets one grace slice; a THIEF is charged
+ * WS_THIEF_CHARGE x and gets thief_slice(); a queued WORKER gets the next
+ * idle CPU or a CPU running a THIEF of its own process (prefer_worker(),
+ * dispatch_queued_worker()). This file reads no hint slot: it asks
+ * scx_wsched_hint.bpf.h, which owns every slot read and the observe gate.
  *
  * - Wakeup preemption (wake_preempt()): a waking task earlier in vtime than
  *   the task its CPU runs, and than that deque's head, for which no idle
@@ -1260,6 +1261,11 @@ static __always_inline bool yield_behind_head(struct task_struct *from)
 	return true;
 }
 
+/*
+ * The hint part reads @from's slot once, first (wsched_hint_yield_begin():
+ * a target it names, or a yield-to-all), and records a yield that gives the
+ * CPU up, last (wsched_hint_yield_end()); the choice between is here.
+ */
 bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *to)
 {
 	struct hint_yield hy;

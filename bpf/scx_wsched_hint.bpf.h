@@ -13,6 +13,24 @@
  * only its own threads. Every field is untrusted: a value out of
  * range is counted in nr_hint_malformed and ignored.
  *
+ * This file owns every read of a slot, of a header and of hint_procs, and
+ * the observe gate. scx_wsched.bpf.c reads none of them; it calls:
+ * - hints_live(): is any process registered? (one load);
+ * - hint_registered(p): is @p's process?
+ * - hint_state(p): @p's state (WS_HINT_OTHER: no slot, or observing);
+ * - wsched_hint_tick(p): first in ops.tick, the grace;
+ * - wsched_hint_yield_begin() and wsched_hint_yield_end(): first and last
+ *   in ops.yield, around the core's choice;
+ * - wsched_hint_stopping(p, runnable): ops.stopping's counts, and whether
+ *   @p is a thief to demote;
+ * - worker preference's questions about threads of one process:
+ *   hint_proc_slots(), hint_idle_thief_slots(), hint_task_is_idle_thief(),
+ *   hint_pid_is_idle_thief(), hint_task_is_worker_in().
+ * Nothing untrusted reaches the core unchecked: it gets booleans, a state
+ * it only tests for equality with one value, a slot array it only passes
+ * back, and a thread the kernel says is of the yielder's own process.
+ * Everything else here is internal to this file.
+ *
  * Grace (wsched_hint_tick, called first in ops.tick): the kernel's tick
  * charges the running task's slice and, if ops.tick leaves it at 0,
  * reschedules (task_tick_scx in kernel/sched/ext.c). A task whose slot says
@@ -55,8 +73,8 @@
  * its choice of a thief outside any section to preempt (hint_state(),
  * their only source of a state), thief demotion (wsched_hint_stopping's
  * return) and the hint-slot sched_yield() paths, yield_to_tid and
- * yield-to-all (the acting slot in ops.yield). A directed yield through
- * wsched.ko (ops.yield with a target) reads no slot and is not affected.
+ * yield-to-all (wsched_hint_yield_begin()). A directed yield through
+ * wsched.ko (ops.yield with a target) takes no decision from a slot.
  */
 #ifndef __SCX_WSCHED_HINT_BPF_H
 #define __SCX_WSCHED_HINT_BPF_H
