@@ -886,9 +886,9 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
  * - the running task has run at least wake_preempt_ns since it started
  *   (a rate bound: a CPU is preempted at most once per wake_preempt_ns
  *   of run, whatever the number of wakees or their wakeup rate);
- * - the running task belongs to no registered process (hints_live() and a
- *   hint slot): fork/join workers, thieves and lock holders in a graced
- *   section keep the CPU exactly as without this rule.
+ * - the running task belongs to no registered process
+ *   (hint_registered()): fork/join workers, thieves and lock holders in a
+ *   graced section keep the CPU exactly as without this rule.
  * Why a task gains nothing by it: the test is on vtime alone, which every
  * run is charged to as before, so the wakee only runs sooner what its
  * weight already entitled it to run; it takes the CPU only from a task
