@@ -885,7 +885,8 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
  *   it is what that dispatch will pick, so the kick is never futile;
  * - the running task has run at least wake_preempt_ns since it started
  *   (a rate bound: a CPU is preempted at most once per wake_preempt_ns
- *   of run, whatever the number of wakees or their wakeup rate);
+ *   of run, whatever the number of wakees or their wakeup rate); when it
+ *   has run less, its slice is cut to end at that bound instead;
  * - the running task belongs to no registered process
  *   (hint_registered()): fork/join workers, thieves and lock holders in a
  *   graced section keep the CPU exactly as without this rule.
@@ -928,8 +929,6 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, bool he
 	since = rq->clock_task - curr->se.exec_start;
 	if ((s64)since > 0)
 		ran += since;
-	if ((s64)ran < (s64)wake_preempt_ns)
-		return;
 	cvt = curr->scx.dsq_vtime + scale_by_task_weight_inverse(curr, ran);
 	if (!time_before(vtime, cvt))
 		return;
@@ -938,6 +937,26 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, bool he
 		return;
 	if (hint_registered(curr))
 		return;
+	if ((s64)ran < (s64)wake_preempt_ns) {
+		/*
+		 * Not due yet: make the current run end when it reaches
+		 * wake_preempt_ns instead (noticed at the tick after that;
+		 * the dispatch then picks by vtime), rather than leave the
+		 * wakee behind the whole slice. A run that just restarted
+		 * after an earlier wakee slept is the usual case. The slice
+		 * is only ever shortened.
+		 */
+		struct task_struct *t = here ? bpf_get_current_task_btf() :
+					       __COMPAT_scx_bpf_cpu_curr(cpu);
+		u64 left = wake_preempt_ns - ran;
+
+		if (!t)
+			return;
+		barrier_var(t);		/* keep the NULL test: t == curr implies it */
+		if (t == curr && t->scx.slice > left)
+			scx_bpf_task_set_slice(t, left);
+		return;
+	}
 	scx_bpf_kick_cpu(cpu, WS_KICK_PREEMPT);
 	STAT_INC(nr_wake_preempt);
 }
