@@ -944,12 +944,21 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, bool he
 		 * the dispatch then picks by vtime), rather than leave the
 		 * wakee behind the whole slice. A run that just restarted
 		 * after an earlier wakee slept is the usual case. The slice
-		 * is only ever shortened.
+		 * is only ever shortened. curr may be rq->curr, which the
+		 * verifier lets us read but not write through: the task
+		 * whose slice is cut is taken again as a trusted pointer,
+		 * and on a kernel that gives none for another CPU's task
+		 * (before scx_bpf_cpu_curr() and scx_bpf_task_set_slice())
+		 * the wakee waits as before.
 		 */
-		struct task_struct *t = here ? bpf_get_current_task_btf() :
-					       __COMPAT_scx_bpf_cpu_curr(cpu);
+		struct task_struct *t = NULL;
 		u64 left = wake_preempt_ns - ran;
 
+		if (here)
+			t = bpf_get_current_task_btf();
+		else if (bpf_ksym_exists(scx_bpf_cpu_curr) &&
+			 bpf_ksym_exists(scx_bpf_task_set_slice___new))
+			t = scx_bpf_cpu_curr(cpu);
 		if (!t)
 			return;
 		barrier_var(t);		/* keep the NULL test: t == curr implies it */
