@@ -511,12 +511,18 @@ static int cmp_double(const void *a, const void *b)
  * unless that is 0. Without wakeup preemption it waits for the running
  * hog's slice.
  */
+/* What the periodic thread measured, in seconds; shared with its parent. */
+struct periodic_res {
+	double mean, worst, median, p90, sleeps;
+	double late[PERIODIC_LOOPS];	/* sorted once the loop ends */
+};
+
 static void periodic_thread_beside_hogs(struct __test_metadata *_metadata,
 					FIXTURE_DATA(sched) *self, int nr_hogs, long long period_ns,
 					double p90_max)
 {
-	double *res = mmap(NULL, sizeof(double) * (8 + PERIODIC_LOOPS), PROT_READ | PROT_WRITE,
-			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct periodic_res *res = mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE,
+					MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	long long pre0 = counter("nr_wake_preempt"), pre1;
 	cpu_set_t cpu1;
 	int i, st;
@@ -533,38 +539,34 @@ static void periodic_thread_beside_hogs(struct __test_metadata *_metadata,
 	ASSERT_LE(0, t);
 	if (!t) {
 		struct timespec next, now;
-		double sum = 0, worst = 0;
+		long long deadline;
+		double sum = 0;
 		struct rusage ru;
 
 		if (sched_setaffinity(0, sizeof(cpu1), &cpu1))
 			_exit(1);
-		clock_gettime(CLOCK_MONOTONIC, &next);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		deadline = ts_ns(&now);
 		for (i = 0; i < PERIODIC_LOOPS; i++) {
-			long long n = ts_ns(&next) + period_ns, late;
-
-			next.tv_sec = n / 1000000000LL;
-			next.tv_nsec = n % 1000000000LL;
+			deadline += period_ns;
+			next.tv_sec = deadline / 1000000000LL;
+			next.tv_nsec = deadline % 1000000000LL;
 			while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
 				;
 			clock_gettime(CLOCK_MONOTONIC, &now);
-			late = ts_ns(&now) - ts_ns(&next);
-			res[4 + i] = late / 1e9;
-			sum += late / 1e9;
-			if (late / 1e9 > worst)
-				worst = late / 1e9;
-			while (ts_ns(&next) + period_ns <= ts_ns(&now)) {
-				n = ts_ns(&next) + period_ns;
-				next.tv_sec = n / 1000000000LL;
-				next.tv_nsec = n % 1000000000LL;
-			}
+			res->late[i] = (ts_ns(&now) - deadline) / 1e9;
+			sum += res->late[i];
+			if (res->late[i] > res->worst)
+				res->worst = res->late[i];
+			while (deadline + period_ns <= ts_ns(&now))
+				deadline += period_ns;
 		}
 		getrusage(RUSAGE_SELF, &ru);
-		res[0] = sum / PERIODIC_LOOPS;
-		res[1] = worst;
-		res[2] = ru.ru_nvcsw;
-		qsort(res + 4, PERIODIC_LOOPS, sizeof(double), cmp_double);
-		res[3] = res[4 + PERIODIC_LOOPS / 2];
-		res[6 + PERIODIC_LOOPS] = res[4 + PERIODIC_LOOPS * 9 / 10];
+		res->mean = sum / PERIODIC_LOOPS;
+		res->sleeps = ru.ru_nvcsw;
+		qsort(res->late, PERIODIC_LOOPS, sizeof(double), cmp_double);
+		res->median = res->late[PERIODIC_LOOPS / 2];
+		res->p90 = res->late[PERIODIC_LOOPS * 9 / 10];
 		_exit(0);
 	}
 	ASSERT_EQ(t, waitpid(t, &st, 0));
@@ -573,14 +575,14 @@ static void periodic_thread_beside_hogs(struct __test_metadata *_metadata,
 	pre1 = counter("nr_wake_preempt");
 	TH_LOG("%.1f ms periodic thread beside %d hogs on its CPU: lateness median %.2f ms, "
 	       "p90 %.2f ms, mean %.2f ms, worst %.1f ms, %.0f sleeps in %d periods, "
-	       "%lld wakeup preemptions", period_ns / 1e6, nr_hogs, res[3] * 1e3,
-	       res[6 + PERIODIC_LOOPS] * 1e3, res[0] * 1e3, res[1] * 1e3, res[2],
+	       "%lld wakeup preemptions", period_ns / 1e6, nr_hogs, res->median * 1e3,
+	       res->p90 * 1e3, res->mean * 1e3, res->worst * 1e3, res->sleeps,
 	       PERIODIC_LOOPS, pre1 - pre0);
-	EXPECT_GT(0.002, res[3]);
+	EXPECT_GT(0.002, res->median);
 	if (p90_max > 0)
-		EXPECT_GT(p90_max, res[6 + PERIODIC_LOOPS]);
+		EXPECT_GT(p90_max, res->p90);
 	EXPECT_LT(pre0, pre1);
-	munmap(res, sizeof(double) * (8 + PERIODIC_LOOPS));
+	munmap(res, sizeof(*res));
 	EXPECT_EQ(0, sched_ok());
 }
 
