@@ -44,8 +44,9 @@
  *
  * - Wakeup preemption (wake_preempt()): a waking task earlier in vtime than
  *   the task its CPU runs, and than that deque's head, for which no idle
- *   CPU was woken, preempts that task once it has run --wake-preempt-us;
- *   never a registered process's thread.
+ *   CPU was woken, preempts that task once it has run --wake-preempt-us
+ *   (at once, or by a timer at that bound); never a registered process's
+ *   thread.
  *
  * Not done: cgroup weights, NUMA beyond LLCs, CPU hotplug in BPF (without ops.cpu_online/offline the
  * kernel ejects the scheduler with a restart request, and the loader loads
@@ -876,6 +877,86 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
 }
 
 /*
+ * The end of a run at the rate bound of wakeup preemption: one timer per
+ * CPU, armed by wake_preempt() for the run it found too young to preempt
+ * and firing when that run reaches wake_preempt_ns. A slice cut alone
+ * would be noticed only at the tick after the bound (a tick is 1-10 ms).
+ * The run is named by its task and by se.sum_exec_runtime at its start
+ * (cur_pid[], cur_sum[]): when the timer fires, it kicks the CPU only if
+ * that run is still on it and its deque still holds a task; the CPU's
+ * dispatch then picks by vtime, as after any slice. A timer armed for a
+ * run is not armed again for it until it fires (arming from ops.enqueue,
+ * with interrupts off, costs the kernel an irq_work), so a stream of
+ * wakees arms it at most once per run. pid and sum are written by
+ * whichever CPU arms and read by the callback without synchronisation: a
+ * torn or stale pair costs one needless reschedule or leaves the run to
+ * its (cut) slice.
+ */
+struct wake_cut {
+	struct bpf_timer timer;
+	u64 sum;
+	u32 pid;
+	u32 cpu;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, WSCHED_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct wake_cut);
+} wake_cuts SEC(".maps");
+
+static int wake_cut_fire(void *map, int *key, struct wake_cut *wc)
+{
+	u32 cpu = wc->cpu, pid = wc->pid;
+
+	wc->pid = 0;		/* fired: the next wakee may arm it again */
+	if (cpu >= nr_cpus || !pid || cur_pid[cpu & CPU_MASK] != pid ||
+	    cur_sum[cpu & CPU_MASK] != wc->sum || !scx_bpf_dsq_nr_queued(cpu))
+		return 0;
+	scx_bpf_kick_cpu(cpu, WS_KICK_PREEMPT);
+	STAT_INC(nr_wake_cut_kicks);
+	return 0;
+}
+
+/* Set up every CPU's timer (ops.init). */
+static s32 wake_cut_init(void)
+{
+	struct wake_cut *wc;
+	u32 i;
+	s32 ret;
+
+	bpf_for(i, 0, nr_cpus) {
+		wc = bpf_map_lookup_elem(&wake_cuts, &i);
+		if (!wc)
+			return -ENOENT;
+		wc->cpu = i;
+		ret = bpf_timer_init(&wc->timer, &wake_cuts, CLOCK_MONOTONIC);
+		if (!ret)
+			ret = bpf_timer_set_callback(&wc->timer, wake_cut_fire);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* End @curr's current run on @cpu in @left ns (see struct wake_cut). */
+static __always_inline void wake_cut_arm(s32 cpu, struct task_struct *curr, u64 left)
+{
+	u32 key = cpu;
+	struct wake_cut *wc = bpf_map_lookup_elem(&wake_cuts, &key);
+
+	if (!wc || (wc->pid == (u32)curr->pid && wc->sum == cur_sum[cpu & CPU_MASK]))
+		return;
+	wc->pid = curr->pid;
+	wc->sum = cur_sum[cpu & CPU_MASK];
+	if (!bpf_timer_start(&wc->timer, left, 0))
+		STAT_INC(nr_wake_cuts);
+	else
+		wc->pid = 0;
+}
+
+/*
  * Wakeup preemption. A task woken onto a deque whose CPU runs another
  * task, with no idle CPU woken to steal it (ops.enqueue's kick_thief()),
  * preempts that task (SCX_KICK_PREEMPT: its slice ends now and the
@@ -886,7 +967,7 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
  * - the running task has run at least wake_preempt_ns since it started
  *   (a rate bound: a CPU is preempted at most once per wake_preempt_ns
  *   of run, whatever the number of wakees or their wakeup rate); when it
- *   has run less, its slice is cut to end at that bound instead;
+ *   has run less, the run is ended at that bound instead (wake_cut_arm());
  * - the running task belongs to no registered process
  *   (hint_registered()): fork/join workers, thieves and lock holders in a
  *   graced section keep the CPU exactly as without this rule.
@@ -939,20 +1020,23 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, bool he
 		return;
 	if ((s64)ran < (s64)wake_preempt_ns) {
 		/*
-		 * Not due yet: make the current run end when it reaches
-		 * wake_preempt_ns instead (noticed at the tick after that;
-		 * the dispatch then picks by vtime), rather than leave the
-		 * wakee behind the whole slice. A run that just restarted
-		 * after an earlier wakee slept is the usual case. The slice
-		 * is only ever shortened. curr may be rq->curr, which the
-		 * verifier lets us read but not write through: the task
-		 * whose slice is cut is taken again as a trusted pointer,
-		 * and on a kernel that gives none for another CPU's task
-		 * (before scx_bpf_cpu_curr() and scx_bpf_task_set_slice())
-		 * the wakee waits as before.
+		 * Not due yet: end the current run when it reaches
+		 * wake_preempt_ns instead (the dispatch then picks by
+		 * vtime), rather than leave the wakee behind the whole
+		 * slice. A run that just restarted after an earlier wakee
+		 * slept is the usual case. The timer ends it at the bound;
+		 * the slice, only ever shortened, ends it at the tick after
+		 * should the timer's kick find the pair it checks torn.
+		 * curr may be rq->curr, which the verifier lets us read but
+		 * not write through: the task whose slice is cut is taken
+		 * again as a trusted pointer, and on a kernel that gives
+		 * none for another CPU's task (before scx_bpf_cpu_curr()
+		 * and scx_bpf_task_set_slice()) only the timer acts.
 		 */
 		struct task_struct *t = NULL;
 		u64 left = wake_preempt_ns - ran;
+
+		wake_cut_arm(cpu, curr, left);
 
 		if (here)
 			t = bpf_get_current_task_btf();
@@ -1439,7 +1523,10 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(wsched_init)
 			return ret;
 		}
 	}
-	return 0;
+	ret = wake_cut_init();
+	if (ret)
+		scx_bpf_error("failed to set up the wakeup cut timers (%d)", ret);
+	return ret;
 }
 
 void BPF_STRUCT_OPS(wsched_exit, struct scx_exit_info *ei)

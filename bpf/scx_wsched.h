@@ -70,7 +70,9 @@
 	X(nr_worker_pulled)	/* a THIEF's CPU, its slice over, ran a queued WORKER of its process */ \
 	X(nr_hint_announced)	/* a thread's slot outside its probe window, learnt from its header */ \
 	X(nr_yield_to_foreign)	/* a yield_to() declined: its target waits on a CPU running another process */ \
-	X(nr_wake_preempt)	/* a wakee earlier in vtime preempted the task its CPU ran */
+	X(nr_wake_preempt)	/* a wakee earlier in vtime preempted the task its CPU ran */ \
+	X(nr_wake_cuts)		/* a run too young to preempt for a wakee got a timer to end at the bound */ \
+	X(nr_wake_cut_kicks)	/* ... which fired with that run still on its CPU and kicked it */
 
 struct wsched_stats {
 #define WSCHED_STAT_FIELD(name) __u64 name;
