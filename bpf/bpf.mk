@@ -51,6 +51,19 @@ $(BUILD)/bpf/%.bpf.o: $(TOP)/bpf/%.bpf.c $(VMLINUX_H) $(wildcard $(TOP)/bpf/*.h 
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
+# Every included fragment bpf/<name>.bpf.h compiles on its own: a file that
+# includes only it, built with the program's flags into
+# build/bpf/fragment/<name>.o (`make check-build`). So a fragment states its
+# own includes and can be included in any order.
+BPF_FRAGMENTS := $(patsubst $(TOP)/bpf/%.bpf.h,$(BUILD)/bpf/fragment/%.o,$(wildcard $(TOP)/bpf/*.bpf.h))
+CHECK_BUILD += $(BPF_FRAGMENTS)
+
+$(BUILD)/bpf/fragment/%.o: $(TOP)/bpf/%.bpf.h $(VMLINUX_H) $(wildcard $(TOP)/bpf/*.h $(TOP)/userspace/include/wsched/*.h) | scx-inc-check
+	$(call msg,CLANG-BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)printf '#include "%s"\n' $(notdir $<) >$(@:.o=.c)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $(@:.o=.c) -o $@
+
 $(BUILD)/include/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $* >$@.tmp && mv $@.tmp $@
