@@ -37,9 +37,9 @@ WS_CFLAGS      = $(BASE_CFLAGS) -I$(WS_DIR)/include -I$(WS_DIR)/lib -pthread
 # header (public, or lib/*_internal.h).
 WS_LIB_CFLAGS  = -Wmissing-prototypes
 WS_TEST_CFLAGS = -I$(KSFT_INC) -I$(WS_DIR)/tests -Wno-sign-compare
-WS_TSAN_FLAGS := -fsanitize=thread -DWS_NO_FENCES -DWS_TEST_SCALE_DEFAULT=4
+WS_TSAN_FLAGS := -fsanitize=thread -DWS_NO_FENCES -DWT_TEST_SCALE_DEFAULT=4
 WS_ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
-		 -fno-omit-frame-pointer -DWS_TEST_SCALE_DEFAULT=10
+		 -fno-omit-frame-pointer -DWT_TEST_SCALE_DEFAULT=10
 
 # ws_variant NAME, extra flags, build subdir, test dir, test suffix
 define ws_variant

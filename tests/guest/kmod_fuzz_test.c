@@ -732,4 +732,4 @@ TEST_F_TIMEOUT(fuzz, every_attack_at_once_spares_other_users, 1800)
 	munmap(atk, sizeof(*atk));
 }
 
-WS_TEST_HARNESS_MAIN
+WT_TEST_HARNESS_MAIN

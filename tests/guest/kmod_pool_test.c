@@ -373,4 +373,4 @@ TEST_F_TIMEOUT(scx, module_path_reaches_ops_yield, 150)
 	EXPECT_EQ(0, kmod_ensure_unloaded());
 }
 
-WS_TEST_HARNESS_MAIN
+WT_TEST_HARNESS_MAIN

@@ -338,7 +338,7 @@ static const char *scx_start(FIXTURE_DATA(sched) *self, bool need_yield)
 		execl(bin, bin, "--stats", "3600", "--json", (char *)NULL);
 		_exit(127);
 	}
-	for (i = 0; i < WS_LOAD_WAIT * 20; i++) {
+	for (i = 0; i < WT_LOAD_WAIT * 20; i++) {
 		int status;
 
 		if (!read_state(state, sizeof(state)) && !strcmp(state, "enabled"))
@@ -351,7 +351,7 @@ static const char *scx_start(FIXTURE_DATA(sched) *self, bool need_yield)
 		}
 		usleep(50000);
 	}
-	return "scx_wsched not enabled after " WS_STR(WS_LOAD_WAIT) " s";
+	return "scx_wsched not enabled after " WT_STR(WT_LOAD_WAIT) " s";
 }
 
 /* Stops scx_wsched; 0 when it detached cleanly with exit status 0. */
@@ -745,4 +745,4 @@ TEST_F_TIMEOUT(sched, scx_wsched_yield_to_preempts_no_other_process, 120)
 	munmap(f, sizeof(*f));
 }
 
-WS_TEST_HARNESS_MAIN
+WT_TEST_HARNESS_MAIN

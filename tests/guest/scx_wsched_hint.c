@@ -27,10 +27,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
-/* scx_wsched_util.h's ws_spawn (run the loader) clashes with libwsched's. */
-#define ws_spawn ws_spawn_loader
 #include "scx_wsched_util.h"
-#undef ws_spawn
 #include "kselftest_harness.h"
 #include "scx_wsched.h"
 #include "hint_client.h"
@@ -964,7 +961,7 @@ static bool map_has(__u32 id, pid_t tgid)
  * is a number the next process may get. The test watches the new table
  * from its creation until the scheduler runs again, then puts the CPU back.
  */
-TEST_F_TIMEOUT(hint, process_gone_during_a_reload_is_not_reinserted, 180 + 2 * WS_LOAD_WAIT)
+TEST_F_TIMEOUT(hint, process_gone_during_a_reload_is_not_reinserted, 180 + 2 * WT_LOAD_WAIT)
 {
 	long last = sysconf(_SC_NPROCESSORS_ONLN) - 1;
 	__u32 old_id, id = 0;
@@ -989,7 +986,7 @@ TEST_F_TIMEOUT(hint, process_gone_during_a_reload_is_not_reinserted, 180 + 2 * W
 		usleep(1000);
 	kill(kid, SIGKILL);
 	waitpid(kid, NULL, 0);
-	end = wt_now() + WS_LOAD_WAIT;
+	end = wt_now() + WT_LOAD_WAIT;
 	while (wt_now() < end && (!enabled_seen || wt_now() < enabled_at + 1.0)) {
 		__u32 n = newest_map_id("hint_procs");
 
@@ -1008,7 +1005,7 @@ TEST_F_TIMEOUT(hint, process_gone_during_a_reload_is_not_reinserted, 180 + 2 * W
 	EXPECT_FALSE(seen) TH_LOG("the new table held the process that exited during the reload");
 	ASSERT_EQ(0, wt_write_str(path, "1"));
 	wt_sleep(0.5);
-	EXPECT_TRUE(wt_wait_state(true, WS_LOAD_WAIT)) TH_LOG("not reloaded after onlining CPU %ld",
+	EXPECT_TRUE(wt_wait_state(true, WT_LOAD_WAIT)) TH_LOG("not reloaded after onlining CPU %ld",
 							      last);
 }
 
@@ -2666,4 +2663,4 @@ TEST_F(observe, shared_loader_stops_cleanly)
 	self->pid = 0;
 }
 
-WS_TEST_HARNESS_MAIN
+WT_TEST_HARNESS_MAIN

@@ -336,4 +336,4 @@ TEST_F_TIMEOUT(load, ejected_fail, 90)
 	EXPECT_TRUE(wt_wait_state(false, 5));
 }
 
-WS_TEST_HARNESS_MAIN
+WT_TEST_HARNESS_MAIN

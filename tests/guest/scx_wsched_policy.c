@@ -99,7 +99,7 @@ static void all_cpus(cpu_set_t *set, int n)
  */
 TEST_F_TIMEOUT(sched, stealing, 60)
 {
-	unsigned long long b0[WS_MAX_CPUS], t0[WS_MAX_CPUS], b1[WS_MAX_CPUS], t1[WS_MAX_CPUS];
+	unsigned long long b0[WT_MAX_CPUS], t0[WT_MAX_CPUS], b1[WT_MAX_CPUS], t1[WT_MAX_CPUS];
 	int n = self->nr_cpus * 4, i, c;
 	long long steals0 = counter("nr_steals"), att0 = counter("nr_steal_attempts"), steals1;
 	cpu_set_t cpu0, all;
@@ -139,7 +139,7 @@ TEST_F_TIMEOUT(sched, stealing, 60)
  */
 TEST_F_TIMEOUT(sched, fairness_equal_weights, 60)
 {
-	unsigned long long a[WS_MAX_HOGS], b[WS_MAX_HOGS];
+	unsigned long long a[WT_MAX_HOGS], b[WT_MAX_HOGS];
 	int n = self->nr_cpus * 3 / 2, i;
 	double mean = 0;
 
@@ -168,7 +168,7 @@ TEST_F_TIMEOUT(sched, fairness_equal_weights, 60)
  */
 TEST_F_TIMEOUT(sched, fairness_nice, 60)
 {
-	unsigned long long a[WS_MAX_HOGS], b[WS_MAX_HOGS];
+	unsigned long long a[WT_MAX_HOGS], b[WT_MAX_HOGS];
 	const double want = 1024.0 / 335.0;
 	double ratio;
 	cpu_set_t cpu1;
@@ -248,7 +248,7 @@ static long long crowded_preemptions(FIXTURE_DATA(sched) *self, const char *cons
  * at most half as many as with the cut. The default (5 ms) lies between;
  * its preemptions are logged.
  */
-TEST_F_TIMEOUT(sched, slice_min_sets_the_crowded_slice, 60 + 3 * WS_LOAD_ALLOWANCE)
+TEST_F_TIMEOUT(sched, slice_min_sets_the_crowded_slice, 60 + 3 * WT_LOAD_ALLOWANCE)
 {
 	const char *dfl[] = { NULL };
 	const char *short_[] = { "--slice-us", "20000", "--slice-min-us", "2000", NULL };
@@ -275,7 +275,7 @@ TEST_F_TIMEOUT(sched, slice_min_sets_the_crowded_slice, 60 + 3 * WS_LOAD_ALLOWAN
  */
 TEST_F_TIMEOUT(sched, sched_idle_and_cgroup, 60)
 {
-	unsigned long long a[WS_MAX_HOGS], b[WS_MAX_HOGS];
+	unsigned long long a[WT_MAX_HOGS], b[WT_MAX_HOGS];
 	const char *cg = "/sys/fs/cgroup/scx_wsched_test";
 	char procs[128], pid[32];
 	double share;
@@ -286,7 +286,7 @@ TEST_F_TIMEOUT(sched, sched_idle_and_cgroup, 60)
 	CPU_ZERO(&cpu3);
 	CPU_SET(3, &cpu3);
 	ASSERT_EQ(0, wt_hog_start(&self->hogs, 0, &cpu2));
-	ASSERT_EQ(1, wt_hog_start(&self->hogs, WS_SCHED_IDLE, &cpu2));
+	ASSERT_EQ(1, wt_hog_start(&self->hogs, WT_SCHED_IDLE, &cpu2));
 	ASSERT_EQ(2, wt_hog_start(&self->hogs, 0, &cpu3));
 	rmdir(cg);
 	ASSERT_EQ(0, mkdir(cg, 0755)) TH_LOG("cannot create %s: %s", cg, strerror(errno));
@@ -474,7 +474,7 @@ TEST_F_TIMEOUT(sched, wakeup_not_behind_a_frequent_light_task, 60)
  */
 TEST_F_TIMEOUT(sched, light_task_carries_no_debt_from_running_alone, 60)
 {
-	unsigned long long a[WS_MAX_HOGS], b[WS_MAX_HOGS];
+	unsigned long long a[WT_MAX_HOGS], b[WT_MAX_HOGS];
 	cpu_set_t cpu3;
 	double share;
 
@@ -631,7 +631,7 @@ TEST_F_TIMEOUT(sched, brief_sleeps_gain_no_share, 60)
 {
 	volatile unsigned long long *ns = mmap(NULL, sizeof(*ns), PROT_READ | PROT_WRITE,
 					       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	unsigned long long a[WS_MAX_HOGS], b[WS_MAX_HOGS], p0, p1;
+	unsigned long long a[WT_MAX_HOGS], b[WT_MAX_HOGS], p0, p1;
 	long long pre0 = wake_preemptions(), pre1;
 	cpu_set_t cpu3;
 	double ratio;
@@ -931,11 +931,11 @@ TEST_F_TIMEOUT(sched, idle_owner_pinned_wakeup, 60)
  * kernel eject the scheduler with a restart request; the loader must load
  * it again, and the hogs keep running.
  */
-TEST_F_TIMEOUT(sched, hotplug_under_load, 180 + 2 * WS_LOAD_WAIT)
+TEST_F_TIMEOUT(sched, hotplug_under_load, 180 + 2 * WT_LOAD_WAIT)
 {
 	char path[128];
 	int last = self->nr_cpus - 1, i;
-	unsigned long long a[WS_MAX_HOGS], b[WS_MAX_HOGS];
+	unsigned long long a[WT_MAX_HOGS], b[WT_MAX_HOGS];
 
 	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", last);
 	if (access(path, W_OK))
@@ -946,14 +946,14 @@ TEST_F_TIMEOUT(sched, hotplug_under_load, 180 + 2 * WS_LOAD_WAIT)
 
 	ASSERT_EQ(0, wt_write_str(path, "0"));
 	wt_sleep(0.5);
-	if (!wt_wait_state(true, WS_LOAD_WAIT)) {
+	if (!wt_wait_state(true, WT_LOAD_WAIT)) {
 		show_file(_metadata, ERR_FILE);
 		ASSERT_TRUE(0) TH_LOG("not reloaded after offlining CPU %d", last);
 	}
 	wt_sleep(1.0);
 	ASSERT_EQ(0, wt_write_str(path, "1"));
 	wt_sleep(0.5);
-	if (!wt_wait_state(true, WS_LOAD_WAIT)) {
+	if (!wt_wait_state(true, WT_LOAD_WAIT)) {
 		show_file(_metadata, ERR_FILE);
 		ASSERT_TRUE(0) TH_LOG("not reloaded after onlining CPU %d", last);
 	}
@@ -977,4 +977,4 @@ TEST_F(sched, shared_loader_stops_cleanly)
 	self->pid = 0;
 }
 
-WS_TEST_HARNESS_MAIN
+WT_TEST_HARNESS_MAIN

@@ -64,4 +64,4 @@ TEST_F_TIMEOUT(stall, cpu_fork_affinity_churn, 600)
 	EXPECT_FALSE(wt_file_contains(ERR_FILE, "asked for a restart"));
 }
 
-WS_TEST_HARNESS_MAIN
+WT_TEST_HARNESS_MAIN

@@ -28,8 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WS_MAX_HOGS	64
-#define WS_MAX_CPUS	64
+#define WT_MAX_HOGS	64
+#define WT_MAX_CPUS	64
 
 static inline double wt_now(void)
 {
@@ -195,19 +195,19 @@ static inline int wt_run(const char *const *args, const char *err)
  * guest a load took 4-5 s on an idle host (2026-11-25 morning) and 64-75 s
  * on a throttled one (2026-11-25 night; 40-63 s of it in open+load).
  */
-#define WS_LOAD_WAIT	150
-#define WS_STR_(x)	#x
-#define WS_STR(x)	WS_STR_(x)
+#define WT_LOAD_WAIT	150
+#define WT_STR_(x)	#x
+#define WT_STR(x)	WT_STR_(x)
 
 /*
  * kselftest's per-test timeouts are fixed when the program is built and
  * count the fixture's setup, which loads the scheduler. Programs that load
- * it use WS_TEST_HARNESS_MAIN instead of TEST_HARNESS_MAIN: every test gets
- * WS_LOAD_ALLOWANCE more seconds (one load and one stop), so that a slow
+ * it use WT_TEST_HARNESS_MAIN instead of TEST_HARNESS_MAIN: every test gets
+ * WT_LOAD_ALLOWANCE more seconds (one load and one stop), so that a slow
  * host's load is not reported as a hung test; a hang is still caught.
  */
-#define WS_LOAD_ALLOWANCE	(WS_LOAD_WAIT + 30)
-#define WS_TEST_HARNESS_MAIN						\
+#define WT_LOAD_ALLOWANCE	(WT_LOAD_WAIT + 30)
+#define WT_TEST_HARNESS_MAIN						\
 	int main(int argc, char **argv)					\
 	{								\
 		struct __fixture_metadata *f;				\
@@ -216,7 +216,7 @@ static inline int wt_run(const char *const *args, const char *err)
 									\
 		for (f = __fixture_list; f; f = f->next)		\
 			for (t = f->tests; t; t = t->next)		\
-				t->timeout += WS_LOAD_ALLOWANCE;	\
+				t->timeout += WT_LOAD_ALLOWANCE;	\
 		wt_keeper_init();					\
 		rc = test_harness_run(argc, argv);			\
 		wt_keeper_end();					\
@@ -224,14 +224,14 @@ static inline int wt_run(const char *const *args, const char *err)
 	}
 
 /* Start the loader and wait until sched_ext reports it enabled (up to
- * WS_LOAD_WAIT s). */
+ * WT_LOAD_WAIT s). */
 static inline pid_t wt_start(const char *const *args, const char *out, const char *err)
 {
 	pid_t pid = wt_proc_spawn(args, out, err);
 
 	if (pid < 0)
 		return -1;
-	if (!wt_wait_state(true, WS_LOAD_WAIT)) {
+	if (!wt_wait_state(true, WT_LOAD_WAIT)) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		return -1;
@@ -260,7 +260,7 @@ static inline int wt_stop(pid_t pid)
  * test (the hint tests made some 20 loads: over 20 min on a throttled
  * host). kselftest runs each test in a child process, which could not wait
  * for a loader that an earlier test started, so a keeper process forked by
- * WS_TEST_HARNESS_MAIN before the first test owns the loader. A test sends
+ * WT_TEST_HARNESS_MAIN before the first test owns the loader. A test sends
  * it one request at a time through a pipe (kselftest runs one test at a
  * time) and reads the answer, tagged with the request's number, from
  * another: an answer left unread by a test that was killed while it waited
@@ -268,15 +268,15 @@ static inline int wt_stop(pid_t pid)
  * the program ends (end of file on its request pipe); main waits for it,
  * so the next test program finds sched_ext disabled.
  */
-enum { WS_KEEP_START = 1, WS_KEEP_STOP, WS_KEEP_ALIVE };
+enum { WT_KEEP_START = 1, WT_KEEP_STOP, WT_KEEP_ALIVE };
 
-#define WS_KEEP_ARGS	12
-#define WS_KEEP_ARGLEN	48
+#define WT_KEEP_ARGS	12
+#define WT_KEEP_ARGLEN	48
 
 struct wt_keep_req {
 	unsigned int seq;
 	int op;
-	char argv[WS_KEEP_ARGS][WS_KEEP_ARGLEN];	/* "" ends the list */
+	char argv[WT_KEEP_ARGS][WT_KEEP_ARGLEN];	/* "" ends the list */
 	char out[96], err[96];				/* "": /dev/null */
 };
 
@@ -304,7 +304,7 @@ static inline void wt_keeper_loop(int rfd, int wfd)
 	memset(&cur, 0, sizeof(cur));
 	for (;;) {
 		struct pollfd pfd = { .fd = rfd, .events = POLLIN };
-		const char *args[WS_KEEP_ARGS + 1];
+		const char *args[WT_KEEP_ARGS + 1];
 		struct wt_keep_ans a;
 		int n = poll(&pfd, 1, 200), st, i;
 		ssize_t got;
@@ -324,14 +324,14 @@ static inline void wt_keeper_loop(int rfd, int wfd)
 		a.seq = r.seq;
 		a.result = -1;
 		switch (r.op) {
-		case WS_KEEP_START:
+		case WT_KEEP_START:
 			if (pid > 0 && (!wt_keep_same(&cur, &r) || !wt_enabled())) {
 				wt_stop(pid);
 				pid = 0;
 			}
 			if (pid <= 0 && wt_wait_state(false, 10)) {
-				for (i = 0; i < WS_KEEP_ARGS && r.argv[i][0]; i++) {
-					r.argv[i][WS_KEEP_ARGLEN - 1] = '\0';
+				for (i = 0; i < WT_KEEP_ARGS && r.argv[i][0]; i++) {
+					r.argv[i][WT_KEEP_ARGLEN - 1] = '\0';
 					args[i] = r.argv[i];
 				}
 				args[i] = NULL;
@@ -341,12 +341,12 @@ static inline void wt_keeper_loop(int rfd, int wfd)
 			}
 			a.result = pid > 0 ? pid : -1;
 			break;
-		case WS_KEEP_STOP:
+		case WT_KEEP_STOP:
 			a.result = pid > 0 ? wt_stop(pid) : died;
 			pid = 0;
 			died = -1;
 			break;
-		case WS_KEEP_ALIVE:
+		case WT_KEEP_ALIVE:
 			a.result = pid > 0;
 			break;
 		}
@@ -433,9 +433,9 @@ static inline pid_t wt_shared_start(const char *const *args, const char *out, co
 	int i;
 
 	memset(&r, 0, sizeof(r));
-	r.op = WS_KEEP_START;
+	r.op = WT_KEEP_START;
 	for (i = 0; args && args[i]; i++)
-		if (i >= WS_KEEP_ARGS || strlen(args[i]) >= WS_KEEP_ARGLEN)
+		if (i >= WT_KEEP_ARGS || strlen(args[i]) >= WT_KEEP_ARGLEN)
 			return -1;
 		else
 			strcpy(r.argv[i], args[i]);
@@ -443,7 +443,7 @@ static inline pid_t wt_shared_start(const char *const *args, const char *out, co
 		return -1;
 	strcpy(r.out, out ?: "");
 	strcpy(r.err, err ?: "");
-	return wt_keep_call(&r, WS_LOAD_WAIT + 60);
+	return wt_keep_call(&r, WT_LOAD_WAIT + 60);
 }
 
 /* Stop the shared loader: its exit status (if it had ended by itself, the
@@ -453,7 +453,7 @@ static inline int wt_shared_stop(void)
 	struct wt_keep_req r;
 
 	memset(&r, 0, sizeof(r));
-	r.op = WS_KEEP_STOP;
+	r.op = WT_KEEP_STOP;
 	return wt_keep_call(&r, 60);
 }
 
@@ -463,7 +463,7 @@ static inline bool wt_shared_alive(void)
 	struct wt_keep_req r;
 
 	memset(&r, 0, sizeof(r));
-	r.op = WS_KEEP_ALIVE;
+	r.op = WT_KEEP_ALIVE;
 	return wt_keep_call(&r, 10) == 1;
 }
 
@@ -542,7 +542,7 @@ struct wt_hog_report {
 
 struct wt_hogs {
 	int n;
-	pid_t pid[WS_MAX_HOGS];
+	pid_t pid[WT_MAX_HOGS];
 	struct wt_hog_report *rep;	/* shared, n entries */
 };
 
@@ -577,15 +577,15 @@ static inline void wt_hog_loop(struct wt_hog_report *r)
 static inline int wt_hogs_init(struct wt_hogs *h)
 {
 	memset(h, 0, sizeof(*h));
-	h->rep = mmap(NULL, sizeof(*h->rep) * WS_MAX_HOGS, PROT_READ | PROT_WRITE,
+	h->rep = mmap(NULL, sizeof(*h->rep) * WT_MAX_HOGS, PROT_READ | PROT_WRITE,
 		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	return h->rep == MAP_FAILED ? -1 : 0;
 }
 
-#define WS_SCHED_IDLE	100	/* as @nice: SCHED_IDLE instead of a nice value */
+#define WT_SCHED_IDLE	100	/* as @nice: SCHED_IDLE instead of a nice value */
 
 /*
- * Fork one hog with @nice (or WS_SCHED_IDLE) and affinity @set (NULL:
+ * Fork one hog with @nice (or WT_SCHED_IDLE) and affinity @set (NULL:
  * inherit); returns its index.
  */
 static inline int wt_hog_start(struct wt_hogs *h, int nice, const cpu_set_t *set)
@@ -593,13 +593,13 @@ static inline int wt_hog_start(struct wt_hogs *h, int nice, const cpu_set_t *set
 	int i = h->n;
 	pid_t pid;
 
-	if (i >= WS_MAX_HOGS)
+	if (i >= WT_MAX_HOGS)
 		return -1;
 	pid = fork();
 	if (pid == 0) {
 		if (set && sched_setaffinity(0, sizeof(*set), set))
 			_exit(1);
-		if (nice == WS_SCHED_IDLE) {
+		if (nice == WT_SCHED_IDLE) {
 			struct sched_param sp = { 0 };
 
 			if (sched_setscheduler(0, SCHED_IDLE, &sp))
@@ -646,7 +646,7 @@ static inline int wt_cpu_times(unsigned long long *busy, unsigned long long *tot
 
 	if (!f)
 		return 0;
-	while (fgets(line, sizeof(line), f) && n < WS_MAX_CPUS) {
+	while (fgets(line, sizeof(line), f) && n < WT_MAX_CPUS) {
 		unsigned long long v[10] = { 0 };
 		int cpu, k;
 
@@ -655,7 +655,7 @@ static inline int wt_cpu_times(unsigned long long *busy, unsigned long long *tot
 		if (sscanf(line, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &cpu,
 			   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]) < 5)
 			continue;
-		if (cpu >= WS_MAX_CPUS)
+		if (cpu >= WT_MAX_CPUS)
 			continue;
 		total[cpu] = 0;
 		for (k = 0; k < 8; k++)

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-only OR BSD-2-Clause
 /*
- * Helpers shared by the libwsched tests. Test helpers are named wt_ (the
- * library's own names are ws_, its macros WS_); the fake loader's fake_.
+ * Helpers shared by the libwsched tests. Test helpers are named wt_, their
+ * macros WT_ (the library's own names are ws_, its macros WS_); the fake
+ * loader's fake_.
  *
  * Sizes of the long tests scale with WSCHED_TEST_SCALE (percent, default
- * WS_TEST_SCALE_DEFAULT: 100 in the normal build, smaller in the TSAN build;
+ * WT_TEST_SCALE_DEFAULT: 100 in the normal build, smaller in the TSAN build;
  * the valgrind wrapper sets it in the environment).
  */
 #ifndef WSCHED_TEST_UTIL_H
@@ -21,18 +22,18 @@
 #define TEST_TIMEOUT_DEFAULT 300
 #endif
 
-#ifndef WS_TEST_SCALE_DEFAULT
-#define WS_TEST_SCALE_DEFAULT 100
+#ifndef WT_TEST_SCALE_DEFAULT
+#define WT_TEST_SCALE_DEFAULT 100
 #endif
 
 static inline long wt_test_scaled(long n)
 {
 	const char *s = getenv("WSCHED_TEST_SCALE");
-	long pct = s ? strtol(s, NULL, 10) : WS_TEST_SCALE_DEFAULT;
+	long pct = s ? strtol(s, NULL, 10) : WT_TEST_SCALE_DEFAULT;
 	long r;
 
 	if (pct <= 0)
-		pct = WS_TEST_SCALE_DEFAULT;
+		pct = WT_TEST_SCALE_DEFAULT;
 	r = n / 100 * pct;
 	return r > 0 ? r : 1;
 }
