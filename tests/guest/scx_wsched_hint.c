@@ -2334,20 +2334,11 @@ static int pref_run(struct __test_metadata *_metadata, bool same_process, bool o
  * asserted: beside its own thieves it hops to the other CPU each time
  * vtime sends it off one, and under single-threaded TCG each hop waits
  * for QEMU to run the kicked vCPU, which an overloaded host delays by
- * anything from milliseconds to seconds (measured: 0.32-0.46 of a CPU
- * against 0.14-0.23 on a host with one or two other guests; 0.17 against
- * 0.23 once at load average 11 on 2 cores). With the 20 ms base slice
- * (2026-11-23) the worker runs longer each time and is queued, and so
- * helped by a displacement, less often: 0.13-0.32 on a quiet host, against
- * 0.22-0.39 for the 5 ms base in the same boot; beside another process's
- * thieves 0.13-0.17 either way. Since a thief whose slice ends also runs a
- * worker of its process queued anywhere instead of keeping its CPU
- * (dispatch_queued_worker(), nr_worker_pulled): 0.32-0.81 in five runs,
- * 0.18-0.34 without it in the same boots. Once a pull has moved the worker
- * the displacements above mostly take over (tens to a hundred-odd per run
- * against a handful of pulls); without it they stalled at 0-2 per run
- * (most likely: the worker's first queuing found no thief past its thief
- * slice to displace, and nothing looked again until vtime let it run).
+ * anything from milliseconds to seconds. A thief whose slice ends also
+ * runs a worker of its process queued anywhere instead of keeping its CPU
+ * (dispatch_queued_worker(), nr_worker_pulled): the worker's first queuing
+ * may find no thief past its thief slice to displace, and a pull then
+ * moves it; after that the displacements above mostly take over.
  */
 TEST_F_TIMEOUT(hint, preempted_worker_displaces_own_thieves_only, 60)
 {
@@ -2379,11 +2370,11 @@ TEST_F_TIMEOUT(hint, preempted_worker_displaces_own_thieves_only, 60)
  * (nr_worker_pulled). Each cycle is then the worker's cut slice (up to a
  * tick plus 5 ms, and the tick that ends it) and the thief's turn, which
  * lasts until the next tick (the thief is due by vtime when the worker's
- * slice ends): 0.40-0.73 of the CPU for the worker in six runs on
- * 2026-11-23, 0.12-0.14 before this preference existed. A thief of another
- * process never makes way (isolation: the worker gets what vtime gives it,
- * 0.12-0.15, and nothing is pulled). Single CPU, no vCPU hops: unlike the
- * shares of the test above, these do not wait for QEMU to run a kicked vCPU.
+ * slice ends): over a quarter of the CPU for the worker, where vtime alone
+ * gives it about 1/8. A thief of another process never makes way
+ * (isolation: the worker gets what vtime gives it, and nothing is pulled).
+ * Single CPU, no vCPU hops: unlike the shares of the test above, these do
+ * not wait for QEMU to run a kicked vCPU.
  */
 TEST_F_TIMEOUT(hint, own_thief_makes_way_for_queued_worker_on_its_cpu, 60)
 {
@@ -2409,9 +2400,7 @@ TEST_F_TIMEOUT(hint, own_thief_makes_way_for_queued_worker_on_its_cpu, 60)
  * handed to the worker, nr_worker_pulled) against a process of two
  * unregistered spinners. The hand-over only trades the claiming process's
  * own turns, and the thief's are charged 4x: it may not get more CPU than
- * the honest one (5% for noise). Measured 2026-11-23: 1.15-1.16 s against
- * 1.85-1.86 s of CPU in 3 s, 7-17 workers pulled (the thief, charged 4x,
- * rarely runs at all).
+ * the honest one (5% for noise). The thief, charged 4x, rarely runs at all.
  */
 struct claim {
 	volatile int ready, go, stop;

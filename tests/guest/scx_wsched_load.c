@@ -65,9 +65,8 @@ static void set_online(int cpu, bool on)
 /*
  * A process of its own process group that puts CPUs 1..@last back online
  * once the test process is gone, however it ended: the harness SIGKILLs a
- * timed-out test's whole group, teardown included, and the CPUs left
- * offline made every later test that needs 4 CPUs skip (seen on a
- * throttled host where the 20 cycles outlasted the timeout).
+ * timed-out test's whole group, teardown included, and CPUs left offline
+ * would make every later test that needs 4 CPUs skip.
  */
 static void online_after_exit(int last)
 {
@@ -101,9 +100,9 @@ FIXTURE_TEARDOWN(load)
 
 /*
  * Load and unload 20 times: each attaches, detaches cleanly, exits 0. The
- * 20 cycles take about 100 s on an idle host; on a throttled one a single
- * load has taken 75 s, so after LOAD_CYCLES_BUDGET s the test ends with the
- * cycles done so far, if there were at least 5 (logged).
+ * 20 cycles take a few seconds each on an idle host, but a single load can
+ * take over a minute on a throttled one, so after LOAD_CYCLES_BUDGET s the
+ * test ends with the cycles done so far, if there were at least 5 (logged).
  */
 #define LOAD_CYCLES		20
 #define LOAD_CYCLES_MIN		5

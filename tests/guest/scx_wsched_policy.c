@@ -437,15 +437,14 @@ static void sleeper_beside(struct __test_metadata *_metadata, FIXTURE_DATA(sched
  * A wakeup on a crowded CPU queues behind the tasks of its own deque, not
  * behind the fastest CPU's clock: CPU 1 runs 8 nice-0 hogs and a sleeper
  * that wakes every 30 ms; CPU 2 runs a nice-19 task that spins 20 ms per
- * 400 ms. Each of its runs is charged 2 s of vtime (100/weight); when the
- * global vtime reference followed it, every wakeup on CPU 1 was placed
- * seconds ahead of the hogs there and waited until each of them had run
- * LAG_SLICES slices (about 8 x 75 ms): 373 ms on average, 389 at worst.
- * Now the mean must stay under 100 ms and the worst under 300 ms (2-4 and
- * 14-58 ms measured). With the reference limited only by the wall clock
- * (before vtime_now_advance()'s bound by the run's CPU time), about one run
- * in 17 failed here (mean 88 ms, worst 326): a slow moment let the light
- * task's ratchet start, as the next test does every time.
+ * 400 ms. Each of its runs is charged 2 s of vtime (100/weight); were the
+ * global vtime reference to follow it, every wakeup on CPU 1 would be
+ * placed seconds ahead of the hogs there and wait until each of them had
+ * run LAG_SLICES slices (about 8 x 75 ms). The mean wait must stay under
+ * 100 ms and the worst under 300 ms. A reference bounded only by the wall
+ * clock fails here now and then: a slow moment starts the light task's
+ * ratchet, as in the next test (vtime_now_advance() also bounds it by the
+ * run's CPU time).
  */
 TEST_F_TIMEOUT(sched, wakeup_not_behind_a_light_tasks_clock, 60)
 {
@@ -453,12 +452,12 @@ TEST_F_TIMEOUT(sched, wakeup_not_behind_a_light_tasks_clock, 60)
 }
 
 /*
- * The same with a light task that spins 2 ms per 40 ms: its every run
- * moved vtime_now by a slice plus the wall time since the last advance,
- * much faster than the hogs of CPU 1 (an eighth of the wall time each), so
- * their deque fell to the lag floor and stayed there: 42 ms per wakeup on
- * average in every run, where a run may move vtime_now by no more than the
- * CPU time it had (3-6 ms measured).
+ * The same with a light task that spins 2 ms per 40 ms: were each of its
+ * runs to move vtime_now by a slice plus the wall time since the last
+ * advance, vtime_now would run much faster than the hogs of CPU 1 (an
+ * eighth of the wall time each), their deque would sit at the lag floor,
+ * and every wakeup there would wait behind it; a run moves vtime_now by no
+ * more than the CPU time it had.
  */
 TEST_F_TIMEOUT(sched, wakeup_not_behind_a_frequent_light_task, 60)
 {
@@ -747,7 +746,7 @@ TEST_F_TIMEOUT(sched, sync_wakee_stolen, 60)
 	local = counter("nr_wake_sync_local") - local0;
 	TH_LOG("wakee ran off the waker's CPU in %d of %d trials, nr_wake_sync_local +%lld",
 	       off, SYNC_TRIALS, local);
-	EXPECT_LE(SYNC_TRIALS / 4, off);	/* 21-39 of 40 measured, 0 on the local DSQ */
+	EXPECT_LE(SYNC_TRIALS / 4, off);	/* 0 if it went to the local DSQ */
 	EXPECT_LE(SYNC_TRIALS / 2, local);
 	munmap(where, SYNC_TRIALS * sizeof(*where));
 }
@@ -888,11 +887,12 @@ static void pinned_wakeups(struct __test_metadata *_metadata, FIXTURE_DATA(sched
  * will dispatch before it idles, so it does not kick it (a kick made there
  * always became an irq_work, since the kernel's trylock of the rq fails
  * for the lock's holder). T, pinned to CPU 2 beside a hog, is woken from
- * CPU 1 every 0.5 ms (pinned_wakeups()). The only kicks are those that
- * preempt the hog for T (wakeup preemption, at most one per
+ * CPU 1 every 0.5 ms (pinned_wakeups()). The only IRQ work allowed is
+ * that which preempts the hog for T (wakeup preemption, at most once per
  * --wake-preempt-us of the hog's run: a kick, or a timer's arming and
- * kick, each an irq_work). Before: about one IRQ-work interrupt per
- * wakeup besides those; now nearly none.
+ * kick, each an irq_work). A kick for every wakeup would cost about one
+ * IRQ-work interrupt per wakeup besides those; fewer than one per four
+ * wakeups pass.
  */
 TEST_F_TIMEOUT(sched, busy_owner_not_kicked, 60)
 {
@@ -910,9 +910,9 @@ TEST_F_TIMEOUT(sched, busy_owner_not_kicked, 60)
  * the kernel's wakeup preemption wakes CPU 2 itself, so ops.enqueue makes
  * no kick of its own (which was an irq_work and a second IPI per wakeup),
  * and no other CPU tries to steal a task that only CPU 2 may run (CPU 1,
- * going idle after each write, tried nearly every time). Before: about one
- * IRQ-work interrupt per wakeup and one failed steal attempt per one or
- * two; now nearly none of either.
+ * going idle after each write, would try nearly every time). A kick of its
+ * own would cost about one IRQ-work interrupt per wakeup, stealing one
+ * failed attempt per one or two; fewer than one per four wakeups pass.
  */
 TEST_F_TIMEOUT(sched, idle_owner_pinned_wakeup, 60)
 {

@@ -191,9 +191,9 @@ static inline int wt_run(const char *const *args, const char *err)
 }
 
 /*
- * How long a load may take before wt_start() gives up: in a 4-vCPU lab
- * guest a load took 4-5 s on an idle host (2026-11-25 morning) and 64-75 s
- * on a throttled one (2026-11-25 night; 40-63 s of it in open+load).
+ * How long a load may take before wt_start() gives up: in a lab guest a
+ * load takes seconds on an idle host and over a minute on a throttled one,
+ * most of it in opening and loading the BPF object.
  */
 #define WT_LOAD_WAIT	150
 #define WT_STR_(x)	#x
@@ -257,8 +257,8 @@ static inline int wt_stop(pid_t pid)
 
 /*
  * One loader shared by the tests of a fixture, instead of one load per
- * test (the hint tests made some 20 loads: over 20 min on a throttled
- * host). kselftest runs each test in a child process, which could not wait
+ * test (some 20 loads for the hint tests alone, each taking up to a minute
+ * on a throttled host). kselftest runs each test in a child process, which could not wait
  * for a loader that an earlier test started, so a keeper process forked by
  * WT_TEST_HARNESS_MAIN before the first test owns the loader. A test sends
  * it one request at a time through a pipe (kselftest runs one test at a

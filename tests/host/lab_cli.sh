@@ -129,8 +129,8 @@ ok=1
 tap_result $ok "run_prunes_only_finished_runs" "exit $rc, live dirs kept $live of 25, dead dirs left $dead" "$(cat "$OUT/stderr")"
 
 # A run's cleanup (its EXIT trap) never changes CMD's status: a directory
-# listed for removal that is already gone made rm -d fail and, under set
-# -e, the run exit 1 after CMD exited 0 (seen in CI). The cleanup runs in
+# listed for removal that is already gone must not make rm -d fail and,
+# under set -e, the run exit 1 after CMD exited 0. The cleanup runs in
 # the last run to end, so with other runs going on beside this one (make
 # check) it may happen in theirs instead; run alone, this run does it.
 echo "/0-wsched-stale-$$" >>"$labdir/.made-dirs"

@@ -1372,8 +1372,8 @@ static void *nothing(void *arg)
  * An idle pool sleeps: its threads use under 1% of a CPU once the spin and
  * yield phases are over. Only the pool's threads are measured: the whole
  * process also holds ThreadSanitizer's background thread in the -tsan
- * build, and valgrind's own work in the -valgrind one (1.001% and 1.203% of
- * the process measured there on a loaded host, the pool's share unknown).
+ * build, and valgrind's own work in the -valgrind one, which can take the
+ * whole process above 1% on a loaded host.
  */
 TEST(idle_pool_uses_under_1pct_cpu)
 {
@@ -1404,8 +1404,8 @@ TEST(idle_pool_uses_under_1pct_cpu)
 	ASSERT_EQ(0, ws_pool_run(p, fib_task, &f));
 	/*
 	 * Past the spin (50 us) and yield (200 us) phases: every worker
-	 * parked. On a loaded host 50 ms of waiting was not always enough
-	 * (2.3% of a CPU measured with another guest and valgrind beside).
+	 * parked. Waited for, not assumed after a fixed time: on a loaded
+	 * host a worker may still be in its yield phase after 50 ms.
 	 */
 	for (i = 0; i < 500 && !all_parked(p, 4); i++)
 		usleep(10000);
