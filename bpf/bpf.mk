@@ -105,7 +105,8 @@ $(SCX_SIMPLE): $(SCX_SIMPLE_SRC)/scx_simple.c $(BUILD)/bench/scx_simple.bpf.skel
 
 # ------------------------------------------------- stress and benchmarks
 # These recipes run where `make LAB=0 <target>` runs: in the lab guest when
-# the top-level Makefile is used with LAB=1 (LAB_CPUS vCPUs, default 4).
+# the top-level Makefile is used with LAB=1 (LAB_CPUS vCPUs, default 4;
+# STRESS_CPUS, default 16, for stress-guest).
 
 # The stall-freedom run again, for 60 s, on every CPU of the machine: 16
 # vCPUs when `make stress-guest` boots the lab guest (STRESS_CPUS). Then the

@@ -297,7 +297,7 @@ static const char *scx_start(FIXTURE_DATA(sched) *self, bool need_yield)
 		snprintf(bin, sizeof(bin), "%s/build/bin/scx_wsched", top);
 	snprintf(obj, sizeof(obj), "%s/build/bpf/scx_wsched.bpf.o", top);
 	if (stat(bin, &st)) {
-		snprintf(why, sizeof(why), "no %s yet (the scheduler issue)", bin);
+		snprintf(why, sizeof(why), "no %s yet (make builds it)", bin);
 		return why;
 	}
 	if (need_yield) {

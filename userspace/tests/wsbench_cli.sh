@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-only OR BSD-2-Clause
 #
 # wsbench's command line: every bad input is one clear line on stderr and
-# exit status 2; a small run of every benchmark prints the JSON fields the
-# issue asks for with result_ok true; cpu_seconds and p_a are sane; fib's
+# exit status 2; a small run of every benchmark prints the JSON fields of
+# wsbench(1) with result_ok true; cpu_seconds and p_a are sane; fib's
 # CUTOFF keeps the result; --ready-file holds the timed part until SIGUSR1;
 # `wsbench handoff` reaches the handoff benchmark (sched_yield only:
 # /dev/wsched exists only in the lab guest).
