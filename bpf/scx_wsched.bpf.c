@@ -1441,22 +1441,18 @@ void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
 }
 
 /*
- * vtime_now follows the largest vtime a task started a run with (@vt, its
- * vtime before the run is charged; a racy max, see the top), but one run
- * moves it by no more than the CPU time the task had in it (@ran, before
- * any thief surcharge), nor by more than a slice plus the wall time since
- * its last advance. A task of nice 0 or heavier that started no further
- * ahead than its run's length never meets the bound.
- *
- * The run-time bound is what keeps a light task from driving vtime_now:
- * its run is charged 100/weight times over, which keeps it at
- * vtime_clamp()'s lead bound, so an advance to its vtime would move the
- * lead bound with it, and vtime_now would run away from the tasks of a
- * crowded CPU, whose wakeups would then queue behind everything already
- * waiting there (guest tests wakeup_not_behind_a_frequent_light_task and
- * wakeup_not_behind_a_light_tasks_clock). Called from ops.stopping with
- * the uncharged vtime: advancing to the charged one would put wakeups a
- * run further back.
+ * From ops.stopping: vtime_now follows the largest vtime a task started a
+ * run with (@vt, before the run's charge: the charged vtime would put
+ * wakeups a run further back; a racy max, see the top), moving by no more
+ * than the run's CPU time (@ran, without thief surcharge) and no more than
+ * a slice plus the wall time since the last advance. A nice-0 or heavier
+ * task that started no further ahead than its run's length never meets
+ * either bound. A light task, charged 100/weight times over, sits at
+ * vtime_clamp()'s lead bound: the CPU-time bound keeps it from dragging
+ * vtime_now, and that bound, away from a crowded CPU's tasks, whose
+ * wakeups would then queue behind all that waits there (guest tests
+ * wakeup_not_behind_a_frequent_light_task and
+ * wakeup_not_behind_a_light_tasks_clock).
  */
 static __always_inline void vtime_now_advance(u64 vt, u64 ran)
 {
