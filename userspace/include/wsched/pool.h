@@ -78,7 +78,7 @@ struct ws_pool_attr {
 				 * syncs run them on this worker. */
 	size_t stack_size;	/* worker stack; default (0): the pthread
 				 * default (glibc: RLIMIT_STACK's soft limit,
-				 * 8 MiB when that is unlimited) */
+				 * 2 MiB on x86-64 when that is unlimited) */
 	bool pin;		/* pin worker i to the i-th CPU of the affinity
 				 * mask (round robin). Default false. Victim
 				 * choice prefers workers sharing a cache
