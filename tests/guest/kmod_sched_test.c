@@ -17,7 +17,8 @@
  * such promise: yield_to() only sets the target as next buddy, which
  * pick_next_entity() honours only while the target is eligible (lag >= 0),
  * so a spinner that just used its slice is passed over; the EEVDF case
- * logs the decoy rounds for Documentation/kmod.md but does not assert them.
+ * logs the decoy rounds (Documentation/results/handoff.md) but does not
+ * assert them.
  *
  * Fairness (scx_wsched only): two threads yielding to each other in a loop
  * must not keep their CPU from a hog sharing it.
