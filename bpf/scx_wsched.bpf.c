@@ -879,7 +879,8 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
 /*
  * The end of a run at the rate bound of wakeup preemption: one timer per
  * CPU, armed by wake_preempt() for the run it found too young to preempt
- * and firing when that run reaches wake_preempt_ns. A slice cut alone
+ * for a wakee that slept at least that long, and firing when that run
+ * reaches wake_preempt_ns. A slice cut alone
  * would be noticed only at the tick after the bound (a tick is 1-10 ms).
  * The run is named by its task and by se.sum_exec_runtime at its start
  * (cur_pid[], cur_sum[]): when the timer fires, it kicks the CPU only if
@@ -1024,9 +1025,15 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, bool he
 		 * wake_preempt_ns instead (the dispatch then picks by
 		 * vtime), rather than leave the wakee behind the whole
 		 * slice. A run that just restarted after an earlier wakee
-		 * slept is the usual case. The timer ends it at the bound;
-		 * the slice, only ever shortened, ends it at the tick after
+		 * slept is the usual case. For a wakee that slept at least
+		 * wake_preempt_ns (it waited for time: a periodic or
+		 * interactive task) the timer ends the run at the bound; the
+		 * slice, only ever shortened, ends it at the tick after, for
+		 * every other wakee (one fed by a running producer, which
+		 * keeps their exchange batched and costs no irq_work) and
 		 * should the timer's kick find the pair it checks torn.
+		 * se.exec_start is where the wakee's last run stopped, by
+		 * the clock rq->clock_task gives.
 		 * curr may be rq->curr, which the verifier lets us read but
 		 * not write through: the task whose slice is cut is taken
 		 * again as a trusted pointer, and on a kernel that gives
@@ -1036,7 +1043,8 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, bool he
 		struct task_struct *t = NULL;
 		u64 left = wake_preempt_ns - ran;
 
-		wake_cut_arm(cpu, curr, left);
+		if ((s64)(rq->clock_task - p->se.exec_start) >= (s64)wake_preempt_ns)
+			wake_cut_arm(cpu, curr, left);
 
 		if (here)
 			t = bpf_get_current_task_btf();
