@@ -880,8 +880,8 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
  * The end of a run at the rate bound of wakeup preemption: one timer per
  * CPU, armed by wake_preempt() for the run it found too young to preempt
  * for a wakee that slept at least that long, and firing when that run
- * reaches wake_preempt_ns. A slice cut alone
- * would be noticed only at the tick after the bound (a tick is 1-10 ms).
+ * reaches wake_preempt_ns. A slice cut alone would be noticed only at the
+ * tick after the bound (a tick is 1-10 ms). The map's key is the CPU.
  * The run is named by its task and by se.sum_exec_runtime at its start
  * (cur_pid[], cur_sum[]): when the timer fires, it kicks the CPU only if
  * that run is still on it and its deque still holds a task; the CPU's
@@ -897,7 +897,6 @@ struct wake_cut {
 	struct bpf_timer timer;
 	u64 sum;
 	u32 pid;
-	u32 cpu;
 };
 
 struct {
@@ -909,7 +908,7 @@ struct {
 
 static int wake_cut_fire(void *map, int *key, struct wake_cut *wc)
 {
-	u32 cpu = wc->cpu, pid = wc->pid;
+	u32 cpu = *key, pid = wc->pid;
 
 	wc->pid = 0;		/* fired: the next wakee may arm it again */
 	if (cpu >= nr_cpus || !pid || cur_pid[cpu & CPU_MASK] != pid ||
@@ -931,7 +930,6 @@ static s32 wake_cut_init(void)
 		wc = bpf_map_lookup_elem(&wake_cuts, &i);
 		if (!wc)
 			return -ENOENT;
-		wc->cpu = i;
 		ret = bpf_timer_init(&wc->timer, &wake_cuts, CLOCK_MONOTONIC);
 		if (!ret)
 			ret = bpf_timer_set_callback(&wc->timer, wake_cut_fire);
