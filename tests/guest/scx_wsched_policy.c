@@ -776,18 +776,6 @@ static long long irq_work_count(void)
 	return sum;
 }
 
-/* Wait (at most 2 s) for the loader's next JSON line: its counters are then
- * as of now, give or take the 10 ms poll. */
-static void next_json_line(void)
-{
-	int n0 = wt_json_lines(OUT_FILE);
-	double end = wt_now() + 2.0;
-
-	while (wt_json_lines(OUT_FILE) == n0 && wt_now() < end)
-		wt_sleep(0.01);
-	wt_sleep(0.01);		/* the line's end */
-}
-
 /* IRQ work done so far to preempt for a wakee: wake_preempt()'s kicks, and
  * for a run ended at the bound, the arming of its timer and its kick. */
 static long long wake_kicks(void)
@@ -853,14 +841,14 @@ static void pinned_wakeups(struct __test_metadata *_metadata, FIXTURE_DATA(sched
 	close(fds[1]);
 	/* The loader prints its counters every second. */
 	wt_sleep(1.1);
-	next_json_line();
+	wt_json_next(OUT_FILE);
 	iwi0 = irq_work_count();
 	sleeps0 = ctxt_switches(t, "voluntary");
 	att0 = wt_json_last(OUT_FILE, "nr_steal_attempts");
 	steals0 = wt_json_last(OUT_FILE, "nr_steals");
 	k0 = wake_kicks();
 	wt_sleep(1.5);
-	next_json_line();
+	wt_json_next(OUT_FILE);
 	iwi1 = irq_work_count();
 	sleeps1 = ctxt_switches(t, "voluntary");
 	att1 = wt_json_last(OUT_FILE, "nr_steal_attempts");

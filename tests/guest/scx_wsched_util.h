@@ -500,6 +500,22 @@ static inline int wt_json_lines(const char *path)
 }
 
 /*
+ * Wait until @path holds @n more JSON lines than @n0 (its wt_json_lines()
+ * before), polling every @poll s, up to @timeout s; whether they came.
+ */
+static inline bool wt_json_wait(const char *path, int n0, int n, double poll, double timeout)
+{
+	double end = wt_now() + timeout;
+
+	do {
+		if (wt_json_lines(path) >= n0 + n)
+			return true;
+		wt_sleep(poll);
+	} while (wt_now() < end);
+	return false;
+}
+
+/*
  * "name":N of a JSON line that a loader printing its counters every second
  * (--stats 1 --json) wrote after this call began: waits for two new lines
  * (the first may hold counters read before the call), up to @timeout s;
@@ -507,15 +523,19 @@ static inline int wt_json_lines(const char *path)
  */
 static inline long long wt_json_fresh(const char *path, const char *name, double timeout)
 {
-	int n0 = wt_json_lines(path);
-	double end = wt_now() + timeout;
+	if (!wt_json_wait(path, wt_json_lines(path), 2, 0.1, timeout))
+		return -1;
+	return wt_json_last(path, name);
+}
 
-	do {
-		if (wt_json_lines(path) >= n0 + 2)
-			return wt_json_last(path, name);
-		wt_sleep(0.1);
-	} while (wt_now() < end);
-	return -1;
+/*
+ * Wait (at most 2 s) for the next JSON line of such a loader: its counters
+ * are then as of now, give or take the 10 ms poll and the line's writing.
+ */
+static inline void wt_json_next(const char *path)
+{
+	wt_json_wait(path, wt_json_lines(path), 1, 0.01, 2.0);
+	wt_sleep(0.01);		/* the line's end */
 }
 
 static inline bool wt_file_contains(const char *path, const char *needle)
