@@ -7,8 +7,9 @@
 #                     man_test.sh from man/man.mk);
 #   tests/guest/*.c   kselftest-harness programs that need root on a sched_ext
 #                     kernel, run in the lab guest by `make test-guest`;
-#   tests/host/*.sh   TAP scripts that test scripts/lab itself, run on the
-#                     host by scripts/check (only when the lab is used).
+#   tests/host/*.sh   TAP scripts run on the host by scripts/check (only
+#                     when the lab is used): scripts/lab's own tests, and
+#                     the commit messages' form (the rootfs has no git).
 # Other parts add their own tests to NATIVE_TESTS/GUEST_TESTS the same way.
 
 KSFT_CFLAGS = $(BASE_CFLAGS) -I$(KSFT_INC) -Wno-sign-compare
