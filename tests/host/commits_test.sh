@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # The form of the commit messages since the rule was kept (README.md,
-# "Testing"): a subject of at most
-# 72 characters, no trailing full stop, no fixup!/squash!/WIP subject, and a
-# blank line between the subject and a body. On the host, as the lab rootfs
+# "Testing"): a subject of at most 72 characters, no trailing full stop,
+# no fixup!/squash!/WIP subject, and a blank line between the subject and
+# a body. On the host, as the lab rootfs
 # has no git. Skipped outside a git checkout, without git, or in a clone too
 # shallow to hold the first commit checked.
 # Usage: commits_test.sh [top of the tree] (default: this script's tree).
@@ -16,19 +16,21 @@ TOP=${1:-$(dirname "$(dirname "$(dirname "$(readlink -f "$0")")")")}
 # longer than 72 characters (older ones are history).
 BASE=b3035e9
 
-tap_plan 4
+TESTS=(subjects_at_most_72 no_full_stop no_fixup_or_wip blank_line_before_body)
+tap_plan ${#TESTS[@]}
+
+# skip_all WHY: every test skipped, and the end.
+skip_all() {
+	local t
+	for t in "${TESTS[@]}"; do tap_skip "$t" "$1"; done
+	tap_done
+}
+
 if ! command -v git >/dev/null || ! git -C "$TOP" rev-parse --git-dir >/dev/null 2>&1; then
-	for t in subjects_at_most_72 no_full_stop no_fixup_or_wip blank_line_before_body; do
-		tap_skip "$t" "not a git checkout, or no git"
-	done
-	tap_done
+	skip_all "not a git checkout, or no git"
 fi
-if ! git -C "$TOP" cat-file -e "$BASE^{commit}" 2>/dev/null; then
-	for t in subjects_at_most_72 no_full_stop no_fixup_or_wip blank_line_before_body; do
-		tap_skip "$t" "commit $BASE is not in this clone (shallow?)"
-	done
-	tap_done
-fi
+git -C "$TOP" cat-file -e "$BASE^{commit}" 2>/dev/null ||
+	skip_all "commit $BASE is not in this clone (shallow?)"
 
 # "hash subject" of each non-merge commit after BASE.
 subjects=$(git -C "$TOP" log --no-merges --format='%h %s' "$BASE..HEAD")
@@ -44,7 +46,7 @@ tap_result "$([ -z "$wip" ]; echo $?)" no_fixup_or_wip "fixup, squash or WIP com
 
 # The second line of each message, when there is one, is empty.
 nobl=$(for h in $(git -C "$TOP" rev-list --no-merges "$BASE..HEAD"); do
-	git -C "$TOP" log -1 --format=%B "$h" | sed -n '2{/./q1}' || git -C "$TOP" log -1 --format=%h "$h"
+	git -C "$TOP" log -1 --format=%B "$h" | sed -n '2{/./q1}' || echo "${h:0:7}"
 done)
 tap_result "$([ -z "$nobl" ]; echo $?)" blank_line_before_body "no blank line after the subject:" "$nobl"
 tap_done
