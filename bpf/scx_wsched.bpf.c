@@ -101,6 +101,8 @@ enum scx_rq_flags___old { SCX_RQ_IN_BALANCE = 1 };
 /* common.bpf.h declares scx_bpf_locked_rq() strong, but 6.12-6.17 have no
  * such kfunc: a weak flavour of it (libbpf drops the ___ suffix). */
 extern struct rq *scx_bpf_locked_rq___compat(void) __ksym __weak;
+/* The per-CPU preempt count (x86 and others that keep it per CPU). */
+extern int __preempt_count __ksym __weak;
 
 char _license[] SEC("license") = "GPL";
 
@@ -110,6 +112,8 @@ char _license[] SEC("license") = "GPL";
 #define CPU_MASK		(WSCHED_MAX_CPUS - 1)
 #define YIELD_SCAN_MAX		256	/* deque entries searched for a yield target */
 #define YIELD_LEAD_SLICES	LAG_SLICES	/* vtime a yield target may be ahead of a deque's head */
+/* Preempt count bits set in an interrupt: NMI, hard IRQ, serving a softirq. */
+#define WS_IRQ_COUNT_MASK	(0x00f00000U | 0x000f0000U | 0x00000100U)
 
 /* Tunables and topology, written by the loader before load. */
 const volatile u64 slice_ns = WSCHED_SLICE_US_DFL * 1000ULL;
@@ -734,6 +738,42 @@ static __always_inline bool dispatch_queued_worker(s32 cpu, struct task_struct *
 }
 
 /*
+ * The runqueue of @cpu, whose lock ops.enqueue holds (the task's CPU), or
+ * NULL where the kernel gives no way to read it.
+ */
+static __always_inline struct rq *enqueue_rq(s32 cpu)
+{
+	struct rq *rq = NULL;
+
+	if (bpf_ksym_exists(scx_bpf_locked_rq___compat))
+		rq = scx_bpf_locked_rq___compat();
+	else if (bpf_ksym_exists(scx_bpf_cpu_rq))
+		rq = scx_bpf_cpu_rq(cpu);	/* < 6.18: enqueue holds its lock too */
+	return rq && rq->cpu == cpu ? rq : NULL;
+}
+
+/*
+ * Did @p wait for time rather than for another task: did it sleep at least
+ * wake_preempt_ns (se.exec_start is where its last run stopped, by the
+ * clock rq->clock_task gives), or is it being woken from an interrupt (a
+ * timer's expiry, a device)? A periodic task that was woken late sleeps
+ * less than its period the next time, or not at all; the interrupt still
+ * says what it waits for. A task woken by a running one (a pipe's
+ * reader, hackbench's receivers) is neither, unless it slept long.
+ */
+static __always_inline bool waited_for_time(struct task_struct *p, struct rq *rq)
+{
+	int *pc;
+
+	if ((s64)(rq->clock_task - p->se.exec_start) >= (s64)wake_preempt_ns)
+		return true;
+	if (!bpf_ksym_exists(&__preempt_count))
+		return false;
+	pc = bpf_this_cpu_ptr(&__preempt_count);
+	return pc && ((u32)*pc & WS_IRQ_COUNT_MASK);
+}
+
+/*
  * A waking task keeps at most one base slice of credit against vtime_now,
  * and, on a crowded CPU whose deque head lags vtime_now (by up to
  * LAG_SLICES slices), it is placed no further than one slice behind that
@@ -742,6 +782,22 @@ static __always_inline bool dispatch_queued_worker(s32 cpu, struct task_struct *
  * starved kthreads such as rcu_preempt under load. Not at the head itself:
  * that costs wakeup-heavy loads (hackbench) throughput.
  *
+ * Two exceptions place a wakee by the CPU's own tasks (@rq: the locked
+ * runqueue of @cpu, NULL where none is held): vtime_now follows the least
+ * crowded CPUs, a CPU hog on a more crowded one lags it, and a wakee placed
+ * a slice behind vtime_now or behind such a hog would be after the hog,
+ * neither preempt it nor cut its run (wake_preempt()), and wait out its
+ * slice, again at every wakeup.
+ * - On a CPU with an empty deque, the task it runs stands for the head:
+ *   the wakee is placed no later than that task's vtime at the start of
+ *   its run, so it is before it by the run so far.
+ * - A wakee that waited for time (waited_for_time()) is placed no later
+ *   than just before the earliest of the head and the running task: level
+ *   with the CPU's earliest task, as a task that keeps no lag would be,
+ *   never a slice behind it. It gains no share by it: it is still charged
+ *   every run, and it is only ever moved later, never earlier than its own
+ *   vtime.
+ *
  * Applied once, where a waking task is placed: by ops.enqueue for an
  * SCX_ENQ_WAKEUP (every wakeup not dispatched directly), and by
  * ops.select_cpu for the ones it dispatches directly, which ops.enqueue
@@ -749,9 +805,9 @@ static __always_inline bool dispatch_queued_worker(s32 cpu, struct task_struct *
  * costs a call per wakeup even when it returns at once. A forked task is
  * not credited: ops.enable has just set its vtime to vtime_now.
  */
-static __always_inline void wake_credit(struct task_struct *p, s32 cpu)
+static __always_inline void wake_credit(struct task_struct *p, s32 cpu, struct rq *rq)
 {
-	struct task_struct *head;
+	struct task_struct *head, *curr;
 	u64 ref = vtime_now;
 
 	/*
@@ -763,8 +819,25 @@ static __always_inline void wake_credit(struct task_struct *p, s32 cpu)
 		return;
 	if (cpu >= 0 && (u32)cpu < nr_cpus) {
 		head = __COMPAT_scx_bpf_dsq_peek(cpu);
-		if (head && time_before(head->scx.dsq_vtime + 2 * slice_ns, ref))
-			ref = head->scx.dsq_vtime + 2 * slice_ns;
+		if (head) {
+			u64 lim = head->scx.dsq_vtime + 2 * slice_ns;
+
+			/* ref - slice_ns lands one before the earliest vtime. */
+			if (rq && waited_for_time(p, rq)) {
+				lim = head->scx.dsq_vtime;
+				if ((curr = rq->curr) && curr->pid &&
+				    cur_pid[cpu & CPU_MASK] == (u32)curr->pid &&
+				    time_before(curr->scx.dsq_vtime, lim))
+					lim = curr->scx.dsq_vtime;
+				lim += slice_ns - 1;
+			}
+			if (time_before(lim, ref))
+				ref = lim;
+		} else if (rq && (curr = rq->curr) && curr->pid &&
+			   cur_pid[cpu & CPU_MASK] == (u32)curr->pid &&
+			   time_before(curr->scx.dsq_vtime + slice_ns, ref)) {
+			ref = curr->scx.dsq_vtime + slice_ns;
+		}
 	}
 	if (time_before(p->scx.dsq_vtime, ref - slice_ns))
 		scx_bpf_task_set_dsq_vtime(p, ref - slice_ns);
@@ -796,9 +869,8 @@ static __always_inline void wake_credit(struct task_struct *p, s32 cpu)
  */
 enum ws_owner { WS_OWNER_UNKNOWN, WS_OWNER_BUSY, WS_OWNER_IDLE };
 
-static __always_inline enum ws_owner owner_look(s32 cpu)
+static __always_inline enum ws_owner owner_look(s32 cpu, struct rq *rq)
 {
-	struct rq *rq = NULL;
 	u64 busy_flags = 0;
 
 	if (bpf_core_enum_value_exists(enum scx_rq_flags, SCX_RQ_IN_DISPATCH))
@@ -807,11 +879,7 @@ static __always_inline enum ws_owner owner_look(s32 cpu)
 		busy_flags |= bpf_core_enum_value(enum scx_rq_flags___old, SCX_RQ_IN_BALANCE);
 	if (!busy_flags)
 		return WS_OWNER_UNKNOWN;
-	if (bpf_ksym_exists(scx_bpf_locked_rq___compat))
-		rq = scx_bpf_locked_rq___compat();
-	else if (bpf_ksym_exists(scx_bpf_cpu_rq))
-		rq = scx_bpf_cpu_rq(cpu);	/* < 6.18: enqueue holds its lock too */
-	if (!rq || rq->cpu != cpu || (rq->scx.flags & busy_flags))
+	if (!rq || (rq->scx.flags & busy_flags))
 		return WS_OWNER_UNKNOWN;
 	return (u64)rq->curr == (u64)rq->idle ? WS_OWNER_IDLE : WS_OWNER_BUSY;
 }
@@ -869,7 +937,7 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
 		return cpu;
 	}
 	if (is_idle) {
-		wake_credit(p, cpu);	/* ops.enqueue is skipped */
+		wake_credit(p, cpu, NULL);	/* ops.enqueue is skipped */
 		scx_bpf_dsq_insert(p, WS_DSQ_LOCAL, slice_ns, 0);
 		STAT_INC(nr_direct_dispatch);
 	}
@@ -879,7 +947,7 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
 /*
  * The end of a run at the rate bound of wakeup preemption: one timer per
  * CPU, armed by wake_preempt() for the run it found too young to preempt
- * for a wakee that slept at least that long, and firing when that run
+ * for a wakee that waited for time (waited_for_time()), and firing when that run
  * reaches wake_preempt_ns. A slice cut alone would be noticed only at the
  * tick after the bound (a tick is 1-10 ms). The map's key is the CPU.
  * The run is named by its task and by se.sum_exec_runtime at its start
@@ -979,19 +1047,13 @@ static __always_inline void wake_cut_arm(s32 cpu, struct task_struct *curr, u64 
  * be; the credit a waking task keeps (wake_credit(), at most one base
  * slice) is the same with or without preemption.
  */
-static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, bool here, u64 vtime)
+static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct rq *rq,
+					 bool here, u64 vtime)
 {
 	struct task_struct *curr, *head;
-	struct rq *rq = NULL;
 	u64 ran, since, cvt;
 
-	if (!wake_preempt_ns)
-		return;
-	if (bpf_ksym_exists(scx_bpf_locked_rq___compat))
-		rq = scx_bpf_locked_rq___compat();
-	else if (bpf_ksym_exists(scx_bpf_cpu_rq))
-		rq = scx_bpf_cpu_rq(cpu);
-	if (!rq || rq->cpu != cpu)
+	if (!wake_preempt_ns || !rq)
 		return;
 	curr = here ? bpf_get_current_task_btf() : rq->curr;
 	if (!curr || !curr->pid || curr == p ||
@@ -1023,15 +1085,13 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, bool he
 		 * wake_preempt_ns instead (the dispatch then picks by
 		 * vtime), rather than leave the wakee behind the whole
 		 * slice. A run that just restarted after an earlier wakee
-		 * slept is the usual case. For a wakee that slept at least
-		 * wake_preempt_ns (it waited for time: a periodic or
-		 * interactive task) the timer ends the run at the bound; the
-		 * slice, only ever shortened, ends it at the tick after, for
-		 * every other wakee (one fed by a running producer, which
-		 * keeps their exchange batched and costs no irq_work) and
-		 * should the timer's kick find the pair it checks torn.
-		 * se.exec_start is where the wakee's last run stopped, by
-		 * the clock rq->clock_task gives.
+		 * slept is the usual case. For a wakee that waited for time
+		 * (waited_for_time(): a periodic or interactive task) the
+		 * timer ends the run at the bound; the slice, only ever
+		 * shortened, ends it at the tick after, for every other
+		 * wakee (one fed by a running producer, which keeps their
+		 * exchange batched and costs no irq_work) and should the
+		 * timer's kick find the pair it checks torn.
 		 * curr may be rq->curr, which the verifier lets us read but
 		 * not write through: the task whose slice is cut is taken
 		 * again as a trusted pointer, and on a kernel that gives
@@ -1041,7 +1101,7 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, bool he
 		struct task_struct *t = NULL;
 		u64 left = wake_preempt_ns - ran;
 
-		if ((s64)(rq->clock_task - p->se.exec_start) >= (s64)wake_preempt_ns)
+		if (waited_for_time(p, rq))
 			wake_cut_arm(cpu, curr, left);
 
 		if (here)
@@ -1065,6 +1125,7 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 	s32 cpu = task_cpu_of(p), waiting;
 	bool wakeup = enq_flags & WS_ENQ_WAKEUP, here, thief = false;
 	enum ws_owner owner = WS_OWNER_BUSY;
+	struct rq *rq = NULL;
 	u64 vtime;
 	u32 state;
 
@@ -1074,18 +1135,20 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	if (wakeup)
-		wake_credit(p, cpu);
-	vtime = vtime_floor(p->scx.dsq_vtime);
-	waiting = scx_bpf_dsq_nr_queued(cpu);
-	state = hint_state(p);
 	/*
 	 * This CPU's own deque: its owner runs the waker (or whatever
 	 * enqueues), so it is busy and dispatches before it can idle.
 	 */
 	here = cpu == bpf_get_smp_processor_id();
+	if (wakeup || !here)
+		rq = enqueue_rq(cpu);
+	if (wakeup)
+		wake_credit(p, cpu, rq);
+	vtime = vtime_floor(p->scx.dsq_vtime);
+	waiting = scx_bpf_dsq_nr_queued(cpu);
+	state = hint_state(p);
 	if (!here)
-		owner = owner_look(cpu);
+		owner = owner_look(cpu, rq);
 
 	/*
 	 * A pinned task woken for an idle owner with nothing queued: its
@@ -1138,7 +1201,7 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 	/* An idle CPU woken to take the wakee is better than a preemption;
 	 * a WORKER has worker preference instead. */
 	if (wakeup && owner == WS_OWNER_BUSY && !thief && state != WS_HINT_WORKER)
-		wake_preempt(p, cpu, here, vtime);
+		wake_preempt(p, cpu, rq, here, vtime);
 }
 
 void BPF_STRUCT_OPS(wsched_dispatch, s32 cpu, struct task_struct *prev)
