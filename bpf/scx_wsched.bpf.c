@@ -759,7 +759,10 @@ static __always_inline struct rq *enqueue_rq(s32 cpu)
  * timer's expiry, a device)? A periodic task that was woken late sleeps
  * less than its period the next time, or not at all; the interrupt still
  * says what it waits for. A task woken by a running one (a pipe's
- * reader, hackbench's receivers) is neither, unless it slept long.
+ * reader, hackbench's receivers) is neither, unless it slept long, or
+ * its waker is in another LLC: such a wakeup is queued to the wakee's CPU
+ * and run from an interrupt there (the kernel's wake list), and costs only
+ * a placement without credit and a timer where the tick would do.
  */
 static __always_inline bool waited_for_time(struct task_struct *p, struct rq *rq)
 {
@@ -782,21 +785,18 @@ static __always_inline bool waited_for_time(struct task_struct *p, struct rq *rq
  * starved kthreads such as rcu_preempt under load. Not at the head itself:
  * that costs wakeup-heavy loads (hackbench) throughput.
  *
- * Two exceptions place a wakee by the CPU's own tasks (@rq: the locked
- * runqueue of @cpu, NULL where none is held): vtime_now follows the least
- * crowded CPUs, a CPU hog on a more crowded one lags it, and a wakee placed
- * a slice behind vtime_now or behind such a hog would be after the hog,
- * neither preempt it nor cut its run (wake_preempt()), and wait out its
- * slice, again at every wakeup.
- * - On a CPU with an empty deque, the task it runs stands for the head:
- *   the wakee is placed no later than that task's vtime at the start of
- *   its run, so it is before it by the run so far.
- * - A wakee that waited for time (waited_for_time()) is placed no later
- *   than just before the earliest of the head and the running task: level
- *   with the CPU's earliest task, as a task that keeps no lag would be,
- *   never a slice behind it. It gains no share by it: it is still charged
- *   every run, and it is only ever moved later, never earlier than its own
- *   vtime.
+ * A wakee that waited for time (waited_for_time()) is placed by the CPU's
+ * own tasks instead (@rq: the locked runqueue of @cpu, NULL where none is
+ * held): no later than just before the earliest of the deque's head and
+ * the running task's vtime at the start of its run. vtime_now follows the
+ * least crowded CPUs, a CPU hog on a more crowded one lags it, and a
+ * periodic task placed a slice behind vtime_now or behind such a hog would
+ * be after the hog, neither preempt it nor cut its run (wake_preempt()),
+ * and wait out its slice, at every wakeup. Level with the CPU's earliest
+ * task, as a task that keeps no lag would be, it gains no share: it is
+ * still charged every run, and it is only ever moved later, never earlier
+ * than its own vtime. Any other wakee keeps the batching above, which
+ * wakeup-heavy loads need.
  *
  * Applied once, where a waking task is placed: by ops.enqueue for an
  * SCX_ENQ_WAKEUP (every wakeup not dispatched directly), and by
@@ -819,24 +819,18 @@ static __always_inline void wake_credit(struct task_struct *p, s32 cpu, struct r
 		return;
 	if (cpu >= 0 && (u32)cpu < nr_cpus) {
 		head = __COMPAT_scx_bpf_dsq_peek(cpu);
-		if (head) {
-			u64 lim = head->scx.dsq_vtime + 2 * slice_ns;
+		if (rq && waited_for_time(p, rq)) {
+			/* ref - slice_ns: one before the earliest of the two */
+			u64 first = head ? head->scx.dsq_vtime : ref + slice_ns;
 
-			/* ref - slice_ns lands one before the earliest vtime. */
-			if (rq && waited_for_time(p, rq)) {
-				lim = head->scx.dsq_vtime;
-				if ((curr = rq->curr) && curr->pid &&
-				    cur_pid[cpu & CPU_MASK] == (u32)curr->pid &&
-				    time_before(curr->scx.dsq_vtime, lim))
-					lim = curr->scx.dsq_vtime;
-				lim += slice_ns - 1;
-			}
-			if (time_before(lim, ref))
-				ref = lim;
-		} else if (rq && (curr = rq->curr) && curr->pid &&
-			   cur_pid[cpu & CPU_MASK] == (u32)curr->pid &&
-			   time_before(curr->scx.dsq_vtime + slice_ns, ref)) {
-			ref = curr->scx.dsq_vtime + slice_ns;
+			if ((curr = rq->curr) && curr->pid &&
+			    cur_pid[cpu & CPU_MASK] == (u32)curr->pid &&
+			    time_before(curr->scx.dsq_vtime, first))
+				first = curr->scx.dsq_vtime;
+			if (time_before(first - 1 + slice_ns, ref))
+				ref = first - 1 + slice_ns;
+		} else if (head && time_before(head->scx.dsq_vtime + 2 * slice_ns, ref)) {
+			ref = head->scx.dsq_vtime + 2 * slice_ns;
 		}
 	}
 	if (time_before(p->scx.dsq_vtime, ref - slice_ns))
