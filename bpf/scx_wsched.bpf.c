@@ -29,8 +29,10 @@
  * - Fairness: dsq_vtime advances by run time x 100/weight. vtime_now
  *   (vtime_now_advance()) bounds every task's lag to LAG_SLICES base slices
  *   (vtime_floor()) and its lead to LEAD_SLICES (vtime_clamp()); a waking
- *   task keeps at most a slice of credit (wake_credit()). A queued task
- *   thus waits at most about deque length x slice x weight ratio.
+ *   task keeps at most a slice of credit (wake_credit()), and one that
+ *   waited for time is placed no later than just before its CPU's
+ *   earliest task. A queued task thus waits at most about deque length x
+ *   slice x weight ratio.
  * - Slice: --slice-us for every task; ops.tick cuts a running task's slice
  *   to --slice-min-us when others wait behind it, and kicks an idle thief.
  * - Yield: see wsched_yield() (plain, yield-to-all, directed).
