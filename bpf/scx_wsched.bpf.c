@@ -103,8 +103,11 @@ enum scx_rq_flags___old { SCX_RQ_IN_BALANCE = 1 };
 /* common.bpf.h declares scx_bpf_locked_rq() strong, but 6.12-6.17 have no
  * such kfunc: a weak flavour of it (libbpf drops the ___ suffix). */
 extern struct rq *scx_bpf_locked_rq___compat(void) __ksym __weak;
-/* The per-CPU preempt count (x86 and others that keep it per CPU). */
+/* The per-CPU preempt count (x86 and others that keep it per CPU), and a
+ * per-CPU variable of kernels whose preempt count also counts hard-IRQ
+ * disabling (local_interrupt_disable()), which moved the IRQ bits. */
 extern int __preempt_count __ksym __weak;
+extern unsigned long local_interrupt_disable_state __ksym __weak;
 
 char _license[] SEC("license") = "GPL";
 
@@ -114,8 +117,15 @@ char _license[] SEC("license") = "GPL";
 #define CPU_MASK		(WSCHED_MAX_CPUS - 1)
 #define YIELD_SCAN_MAX		256	/* deque entries searched for a yield target */
 #define YIELD_LEAD_SLICES	LAG_SLICES	/* vtime a yield target may be ahead of a deque's head */
-/* Preempt count bits set in an interrupt: NMI, hard IRQ, serving a softirq. */
+/*
+ * Preempt count bits set in an interrupt: NMI, hard IRQ, serving a softirq
+ * (include/linux/preempt.h). Kernels that count hard-IRQ disabling there
+ * (those with local_interrupt_disable_state) moved the hard-IRQ and NMI
+ * bits up by 8; bit 31 may be x86's inverted need-resched bit, so only
+ * the lowest NMI bit is tested.
+ */
 #define WS_IRQ_COUNT_MASK	(0x00f00000U | 0x000f0000U | 0x00000100U)
+#define WS_IRQ_COUNT_MASK_WIDE	(0x10000000U | 0x0f000000U | 0x00000100U)
 
 /* Tunables and topology, written by the loader before load. */
 const volatile u64 slice_ns = WSCHED_SLICE_US_DFL * 1000ULL;
@@ -775,7 +785,11 @@ static __always_inline bool waited_for_time(struct task_struct *p, struct rq *rq
 	if (!bpf_ksym_exists(&__preempt_count))
 		return false;
 	pc = bpf_this_cpu_ptr(&__preempt_count);
-	return pc && ((u32)*pc & WS_IRQ_COUNT_MASK);
+	if (!pc)
+		return false;
+	if (bpf_ksym_exists(&local_interrupt_disable_state))
+		return (u32)*pc & WS_IRQ_COUNT_MASK_WIDE;
+	return (u32)*pc & WS_IRQ_COUNT_MASK;
 }
 
 /*
