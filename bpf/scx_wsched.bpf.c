@@ -44,11 +44,12 @@
  * dispatch_queued_worker()). This file reads no hint slot: it asks
  * scx_wsched_hint.bpf.h, which owns every slot read and the observe gate.
  *
- * - Wakeup preemption (wake_preempt()): a waking task earlier in vtime than
- *   the task its CPU runs, and than that deque's head, for which no idle
- *   CPU was woken, preempts that task once it has run --wake-preempt-us
- *   (at once, or by a timer at that bound); never a registered process's
- *   thread.
+ * - Wakeup preemption (wake_preempt()): a task woken from an interrupt,
+ *   earlier in vtime than the task its CPU runs and than that deque's
+ *   head, for which no idle CPU was woken, preempts that task once it has
+ *   run --wake-preempt-us (at once, or by a timer at that bound); never a
+ *   registered process's thread. A task woken by a running one waits for
+ *   the next dispatch.
  *
  * Not done: cgroup weights, NUMA beyond LLCs, CPU hotplug in BPF (without ops.cpu_online/offline the
  * kernel ejects the scheduler with a restart request, and the loader loads
@@ -765,23 +766,19 @@ static __always_inline struct rq *enqueue_rq(s32 cpu)
 }
 
 /*
- * Did @p wait for time rather than for another task: did it sleep at least
- * wake_preempt_ns (se.exec_start is where its last run stopped, by the
- * clock rq->clock_task gives), or is it being woken from an interrupt (a
- * timer's expiry, a device)? A periodic task that was woken late sleeps
- * less than its period the next time, or not at all; the interrupt still
- * says what it waits for. A task woken by a running one (a pipe's
- * reader, hackbench's receivers) is neither, unless it slept long, or
- * its waker is in another LLC: such a wakeup is queued to the wakee's CPU
- * and run from an interrupt there (the kernel's wake list), and costs only
- * a placement without credit and a timer where the tick would do.
+ * Is the task being enqueued woken from an interrupt: a timer's expiry (a
+ * periodic or timed sleep, a timeout), a device, a softirq (the network)?
+ * What it waited for was time or the outside world, not another task: a
+ * task woken by a running one (a pipe's reader, a futex waiter,
+ * hackbench's receivers) is woken from its waker's system call. (Under
+ * sched_ext the kernel's wake list is not used, so a waker on another CPU
+ * does not make the wakeup an interrupt's.) Read from this CPU's preempt
+ * count (WS_IRQ_COUNT_MASK*).
  */
-static __always_inline bool waited_for_time(struct task_struct *p, struct rq *rq)
+static __always_inline bool woken_in_irq(void)
 {
 	int *pc;
 
-	if ((s64)(rq->clock_task - p->se.exec_start) >= (s64)wake_preempt_ns)
-		return true;
 	if (!bpf_ksym_exists(&__preempt_count))
 		return false;
 	pc = bpf_this_cpu_ptr(&__preempt_count);
@@ -790,6 +787,20 @@ static __always_inline bool waited_for_time(struct task_struct *p, struct rq *rq
 	if (bpf_ksym_exists(&local_interrupt_disable_state))
 		return (u32)*pc & WS_IRQ_COUNT_MASK_WIDE;
 	return (u32)*pc & WS_IRQ_COUNT_MASK;
+}
+
+/*
+ * Did @p wait for time rather than for another task: did it sleep at least
+ * wake_preempt_ns (se.exec_start is where its last run stopped, by the
+ * clock rq->clock_task gives), or is it woken from an interrupt? A
+ * periodic task that was woken late sleeps less than its period the next
+ * time, or not at all; the interrupt still says what it waits for.
+ */
+static __always_inline bool waited_for_time(struct task_struct *p, struct rq *rq)
+{
+	if ((s64)(rq->clock_task - p->se.exec_start) >= (s64)wake_preempt_ns)
+		return true;
+	return woken_in_irq();
 }
 
 /*
@@ -956,9 +967,8 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
 
 /*
  * The end of a run at the rate bound of wakeup preemption: one timer per
- * CPU, armed by wake_preempt() for the run it found too young to preempt
- * for a wakee that waited for time (waited_for_time()), and firing when that run
- * reaches wake_preempt_ns. A slice cut alone would be noticed only at the
+ * CPU, armed by wake_preempt() for the run it found too young to preempt,
+ * and firing when that run reaches wake_preempt_ns. A slice cut alone would be noticed only at the
  * tick after the bound (a tick is 1-10 ms). The map's key is the CPU.
  * The run is named by its task and by se.sum_exec_runtime at its start
  * (cur_pid[], cur_sum[]): when the timer fires, it kicks the CPU only if
@@ -1034,8 +1044,9 @@ static __always_inline void wake_cut_arm(s32 cpu, struct task_struct *curr, u64 
 }
 
 /*
- * Wakeup preemption. A task woken onto a deque whose CPU runs another
- * task, with no idle CPU woken to steal it (ops.enqueue's kick_thief()),
+ * Wakeup preemption. A task woken from an interrupt (woken_in_irq(): by a
+ * timer, a device, the network) onto a deque whose CPU runs another task,
+ * with no idle CPU woken to steal it (ops.enqueue's kick_thief()),
  * preempts that task (SCX_KICK_PREEMPT: its slice ends now and the
  * CPU's dispatch competes it against the deque's head by vtime) when
  * - the wakee's vtime is earlier than the running task's vtime including
@@ -1048,6 +1059,11 @@ static __always_inline void wake_cut_arm(s32 cpu, struct task_struct *curr, u64 
  * - the running task belongs to no registered process
  *   (hint_registered()): fork/join workers, thieves and lock holders in a
  *   graced section keep the CPU exactly as without this rule.
+ * A task woken by a running one waits for the next dispatch (at the
+ * latest the tick after the running task's slice is cut to min_slice()):
+ * a producer preempted by each consumer it wakes, as in hackbench or a
+ * pipeline, is switched out for every message instead of handing over
+ * batches.
  * Why a task gains nothing by it: the test is on vtime alone, which every
  * run is charged to as before, so the wakee only runs sooner what its
  * weight already entitled it to run; it takes the CPU only from a task
@@ -1063,7 +1079,7 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
 	struct task_struct *curr, *head;
 	u64 ran, since, cvt;
 
-	if (!wake_preempt_ns || !rq)
+	if (!wake_preempt_ns || !rq || !woken_in_irq())
 		return;
 	curr = here ? bpf_get_current_task_btf() : rq->curr;
 	if (!curr || !curr->pid || curr == p ||
@@ -1095,13 +1111,10 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
 		 * wake_preempt_ns instead (the dispatch then picks by
 		 * vtime), rather than leave the wakee behind the whole
 		 * slice. A run that just restarted after an earlier wakee
-		 * slept is the usual case. For a wakee that waited for time
-		 * (waited_for_time(): a periodic or interactive task) the
-		 * timer ends the run at the bound; the slice, only ever
-		 * shortened, ends it at the tick after, for every other
-		 * wakee (one fed by a running producer, which keeps their
-		 * exchange batched and costs no irq_work) and should the
-		 * timer's kick find the pair it checks torn.
+		 * slept is the usual case. The timer ends the run at the
+		 * bound; the slice, only ever shortened, ends it at the tick
+		 * after should the timer's kick find the pair it checks
+		 * torn.
 		 * curr may be rq->curr, which the verifier lets us read but
 		 * not write through: the task whose slice is cut is taken
 		 * again as a trusted pointer, and on a kernel that gives
@@ -1111,8 +1124,7 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
 		struct task_struct *t = NULL;
 		u64 left = wake_preempt_ns - ran;
 
-		if (waited_for_time(p, rq))
-			wake_cut_arm(cpu, curr, left);
+		wake_cut_arm(cpu, curr, left);
 
 		if (here)
 			t = bpf_get_current_task_btf();

@@ -676,6 +676,86 @@ TEST_F_TIMEOUT(sched, brief_sleeps_gain_no_share, 60)
 	EXPECT_EQ(0, sched_ok());
 }
 
+/*
+ * Only a task woken from an interrupt preempts (wake_preempt()): on CPU 3
+ * a producer spins 2 ms of its CPU time and writes a byte to a pipe, over
+ * and over, and a consumer reads a byte and spins 100 us. The consumer
+ * sleeps about 2 ms before each byte, longer than --wake-preempt-us, but
+ * its waker is a running task. Over 2 s the runs preempted for a wakee
+ * (all CPUs) must be fewer than a tenth of the bytes written: letting a
+ * wakee that slept that long preempt took the producer's CPU at nearly
+ * every byte. The consumer must still read at least half of them (the
+ * tick cuts the producer's slice).
+ */
+TEST_F_TIMEOUT(sched, task_woken_by_a_task_preempts_nothing, 60)
+{
+	volatile long *n = mmap(NULL, 2 * sizeof(*n), PROT_READ | PROT_WRITE,
+				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	long long pre0, pre1;
+	long w0, w1, r0, r1;
+	pid_t prod, cons;
+	cpu_set_t cpu3;
+	int fd[2];
+	char c = 0;
+
+	ASSERT_NE(MAP_FAILED, (void *)n);
+	ASSERT_EQ(0, pipe(fd));
+	n[0] = n[1] = 0;
+	CPU_ZERO(&cpu3);
+	CPU_SET(3, &cpu3);
+	prod = fork();
+	ASSERT_LE(0, prod);
+	if (!prod) {
+		if (sched_setaffinity(0, sizeof(cpu3), &cpu3))
+			_exit(1);
+		for (;;) {
+			unsigned long long end = wt_thread_ns() + 2000000ULL;
+
+			while (wt_thread_ns() < end)
+				;
+			if (write(fd[1], &c, 1) != 1)
+				_exit(1);
+			n[0]++;
+		}
+	}
+	cons = fork();
+	ASSERT_LE(0, cons);
+	if (!cons) {
+		if (sched_setaffinity(0, sizeof(cpu3), &cpu3))
+			_exit(1);
+		while (read(fd[0], &c, 1) == 1) {
+			unsigned long long end = wt_thread_ns() + 100000ULL;
+
+			while (wt_thread_ns() < end)
+				;
+			n[1]++;
+		}
+		_exit(1);
+	}
+	wt_sleep(0.5);
+	pre0 = wake_preemptions();
+	w0 = n[0];
+	r0 = n[1];
+	wt_sleep(2.0);
+	pre1 = wake_preemptions();
+	w1 = n[0];
+	r1 = n[1];
+	kill(prod, SIGKILL);
+	kill(cons, SIGKILL);
+	waitpid(prod, NULL, 0);
+	waitpid(cons, NULL, 0);
+	close(fd[0]);
+	close(fd[1]);
+	TH_LOG("producer wrote %ld bytes, consumer read %ld; %lld wakeup preemptions", w1 - w0,
+	       r1 - r0, pre1 - pre0);
+	ASSERT_LE(0, pre0) TH_LOG("no counters from the loader");
+	EXPECT_LT(100, w1 - w0) TH_LOG("the producer hardly ran");
+	EXPECT_GT((w1 - w0) / 10, pre1 - pre0);
+	EXPECT_LT((w1 - w0) / 2, r1 - r0);
+	munmap((void *)n, 2 * sizeof(*n));
+	EXPECT_EQ(0, sched_ok());
+}
+
 #define SYNC_TRIALS	40
 
 /*
