@@ -968,8 +968,9 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
 /*
  * The end of a run at the rate bound of wakeup preemption: one timer per
  * CPU, armed by wake_preempt() for the run it found too young to preempt,
- * and firing when that run reaches wake_preempt_ns. A slice cut alone would be noticed only at the
- * tick after the bound (a tick is 1-10 ms). The map's key is the CPU.
+ * and firing when that run reaches wake_preempt_ns. A slice cut alone
+ * would be noticed only at the tick after the bound (a tick is 1-10 ms).
+ * The map's key is the CPU.
  * The run is named by its task and by se.sum_exec_runtime at its start
  * (cur_pid[], cur_sum[]): when the timer fires, it kicks the CPU only if
  * that run is still on it and its deque still holds a task; the CPU's
