@@ -364,6 +364,19 @@ static void spin_for(double s)
 		;
 }
 
+/* Spin for @ns of the calling thread's own CPU time; @now, if set, follows
+ * that time as it goes (a parent reads how far the spinner got). */
+static void spin_cpu(unsigned long long ns, volatile unsigned long long *now)
+{
+	unsigned long long end = wt_thread_ns() + ns, t;
+
+	do {
+		t = wt_thread_ns();
+		if (now)
+			*now = t;
+	} while (t < end);
+}
+
 #define SLEEPER_ROUNDS	100
 
 /*
@@ -648,10 +661,7 @@ TEST_F_TIMEOUT(sched, brief_sleeps_gain_no_share, 60)
 		if (sched_setaffinity(0, sizeof(cpu3), &cpu3))
 			_exit(1);
 		for (;;) {
-			unsigned long long end = wt_thread_ns() + 5000000ULL;
-
-			while ((*ns = wt_thread_ns()) < end)
-				;
+			spin_cpu(5000000ULL, ns);
 			wt_sleep(0.0001);
 		}
 	}
@@ -709,10 +719,7 @@ TEST_F_TIMEOUT(sched, task_woken_by_a_task_preempts_nothing, 60)
 		if (sched_setaffinity(0, sizeof(cpu3), &cpu3))
 			_exit(1);
 		for (;;) {
-			unsigned long long end = wt_thread_ns() + 2000000ULL;
-
-			while (wt_thread_ns() < end)
-				;
+			spin_cpu(2000000ULL, NULL);
 			if (write(fd[1], &c, 1) != 1)
 				_exit(1);
 			n[0]++;
@@ -724,10 +731,7 @@ TEST_F_TIMEOUT(sched, task_woken_by_a_task_preempts_nothing, 60)
 		if (sched_setaffinity(0, sizeof(cpu3), &cpu3))
 			_exit(1);
 		while (read(fd[0], &c, 1) == 1) {
-			unsigned long long end = wt_thread_ns() + 100000ULL;
-
-			while (wt_thread_ns() < end)
-				;
+			spin_cpu(100000ULL, NULL);
 			n[1]++;
 		}
 		_exit(1);
