@@ -1475,6 +1475,19 @@ bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *
 	struct hint_yield hy;
 	struct task_struct *t;
 
+	if (!to && hint_yield_declared_plain(from)) {
+		/* Plain by the caller's word: the slot matters only to a
+		 * yield that gives the CPU up (its stop is a yield's, and
+		 * it ends a grace). */
+		if (!yield_behind_head(from) && !scx_bpf_dsq_nr_queued(WS_DSQ_LOCAL)) {
+			STAT_INC(nr_yield_plain_kept);
+			return false;
+		}
+		wsched_hint_yield_lookup(from, &hy);
+		scx_bpf_task_set_slice(from, 0);
+		wsched_hint_yield_end(from, &hy, true);
+		return false;
+	}
 	t = wsched_hint_yield_begin(from, to, &hy);
 	if (!to) {
 		if (t) {

@@ -72,7 +72,8 @@
 	X(nr_yield_to_foreign)	/* a yield_to() declined: its target waits on a CPU running another process */ \
 	X(nr_wake_preempt)	/* a wakee earlier in vtime preempted the task its CPU ran */ \
 	X(nr_wake_cuts)		/* a run too young to preempt for a wakee got a timer to end at the bound */ \
-	X(nr_wake_cut_kicks)	/* ... which fired with that run still on its CPU and kicked it */
+	X(nr_wake_cut_kicks)	/* ... which fired with that run still on its CPU and kicked it */ \
+	X(nr_yield_plain_kept)	/* a sched_yield() declared plain kept its CPU, no slot read */
 
 struct wsched_stats {
 #define WSCHED_STAT_FIELD(name) __u64 name;

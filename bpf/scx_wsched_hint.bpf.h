@@ -533,6 +533,24 @@ static __always_inline struct task_struct *hint_yield_target(struct task_struct 
 }
 
 /*
+ * Did @from's sched_yield() declare itself plain (WS_HINT_YIELD_PLAIN_ARG
+ * in the syscall's first argument register)? @from is the yielding task,
+ * inside its own syscall, so its saved user registers are that call's.
+ * Any task may pass the value: it only ever gets the plain yield that the
+ * same process could ask for with WS_HINT_FLAG_YIELD_PLAIN. Read only while
+ * some process is registered (otherwise no yield reads a slot anyway).
+ */
+static __always_inline bool hint_yield_declared_plain(struct task_struct *from)
+{
+	struct pt_regs *regs;
+
+	if (!hints_live())
+		return false;
+	regs = (struct pt_regs *)bpf_task_pt_regs(from);
+	return PT_REGS_PARM1_SYSCALL(regs) == WS_HINT_YIELD_PLAIN_ARG;
+}
+
+/*
  * ops.yield's view of the yielder's slot: filled in by
  * wsched_hint_yield_begin(), handed back to wsched_hint_yield_end(); the
  * core reads only to_all.
@@ -542,6 +560,17 @@ struct hint_yield {
 	struct ws_hint_slot *s;	/* its slot, also when only observing; or NULL */
 	bool to_all;		/* a sched_yield() that goes behind all (yield_behind_all()) */
 };
+
+/* Fill @hy with @from's task storage and slot (taking an announced one). */
+static __always_inline void wsched_hint_yield_lookup(struct task_struct *from,
+						     struct hint_yield *hy)
+{
+	hy->hc = hints_live() ? bpf_task_storage_get(&hint_ctxs, from, 0, 0) : NULL;
+	hy->s = hint_slot(from, hy->hc);
+	hy->to_all = false;
+	if (!hy->s && hints_live())
+		hy->s = hint_take_announce(from, &hy->hc);
+}
 
 /*
  * ops.yield, first: look @from's slot up, once for the whole yield. A
@@ -561,11 +590,7 @@ static __always_inline struct task_struct *wsched_hint_yield_begin(struct task_s
 	struct ws_hint_slot *acting;
 	struct task_struct *t;
 
-	hy->hc = hints_live() ? bpf_task_storage_get(&hint_ctxs, from, 0, 0) : NULL;
-	hy->s = hint_slot(from, hy->hc);
-	hy->to_all = false;
-	if (!hy->s && hints_live())
-		hy->s = hint_take_announce(from, &hy->hc);
+	wsched_hint_yield_lookup(from, hy);
 	if (to)
 		return NULL;
 	acting = hint_observe ? NULL : hy->s;

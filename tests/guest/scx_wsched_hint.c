@@ -2034,6 +2034,95 @@ TEST_F_TIMEOUT(hint, registered_yield_in_section_or_flagged_is_plain, 60)
 	EXPECT_GE(head, 150);
 }
 
+/* sched_yield() declared plain by its caller (wsched/hint.h). */
+static void yield_declared_plain(void)
+{
+	syscall(SYS_sched_yield, (unsigned long)WS_HINT_YIELD_PLAIN_ARG);
+}
+
+/*
+ * A yield declared plain (WS_HINT_YIELD_PLAIN_ARG) is plain even outside a
+ * section, where the same thread's sched_yield() is yield-to-all. With
+ * nothing else on its CPU it keeps the CPU without the slot's lookup
+ * (nr_yield_plain_kept: 0 before the argument was read); with the spinner
+ * there it lets the spinner run, and a stop it causes inside a section is
+ * still counted as the holder's own yield (nr_cs_yielded), which needs the
+ * slot.
+ */
+TEST_F_TIMEOUT(hint, yield_declared_plain_is_plain_and_cheap_when_alone, 60)
+{
+	struct yall y = { 0, 0, 0 };
+	struct wsched_stats s0, s1, s2;
+	unsigned long long kept, all, cs_yielded;
+	pthread_t sp;
+	int i, ran_cs = 0, ran_out = 0;
+
+	pin(1);
+	ASSERT_EQ(0, ws_thread_register());
+	ASSERT_EQ(0, read_stats(&s0));
+	ws_critical_enter();
+	for (i = 0; i < 200; i++)
+		yield_declared_plain();
+	ws_critical_exit();
+	ASSERT_EQ(0, read_stats(&s1));
+	kept = s1.nr_yield_plain_kept - s0.nr_yield_plain_kept;
+
+	ASSERT_EQ(0, yall_start(&y, &sp));
+	ASSERT_EQ(0, read_stats(&s1));
+	ws_critical_enter();
+	for (i = 0; i < 100; i++) {
+		unsigned long c0 = y.counter;
+
+		yield_declared_plain();
+		ran_cs += y.counter != c0;
+	}
+	ws_critical_exit();
+	for (i = 0; i < 100; i++) {
+		unsigned long c0 = y.counter;
+
+		yield_declared_plain();
+		ran_out += y.counter != c0;
+	}
+	ASSERT_EQ(0, read_stats(&s2));
+	ws_thread_unregister();
+	yall_stop(&y, sp);
+	all = s2.nr_yield_all - s1.nr_yield_all;
+	cs_yielded = s2.nr_cs_yielded - s1.nr_cs_yielded;
+	TH_LOG("alone: %llu of 200 kept the CPU without a slot read; beside the spinner: "
+	       "it ran during %d of 100 in a section and %d of 100 outside; nr_yield_all "
+	       "+%llu, nr_cs_yielded +%llu", kept, ran_cs, ran_out, all, cs_yielded);
+	EXPECT_GE(kept, 150);
+	EXPECT_GE(ran_cs, 90);
+	EXPECT_GE(ran_out, 90);
+	EXPECT_LE(all, 1);
+	EXPECT_GE(cs_yielded, 90);
+}
+
+/* Run preload_test's scenario @name under wsched-run with this loader;
+ * fails the test unless it prints "ok". */
+static void wsched_run_scenario(struct __test_metadata *_metadata, const char *name)
+{
+	char exe[PATH_MAX], run[PATH_MAX + 32], prog[PATH_MAX + 32], cmd[3 * PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char out[512] = "";
+	FILE *f;
+	int st;
+
+	ASSERT_LT(0, n);
+	exe[n] = 0;
+	snprintf(run, sizeof(run), "%s/../../bin/wsched-run", dirname(exe));	/* exe: its dir */
+	snprintf(prog, sizeof(prog), "%s/../native/preload_test", exe);
+	snprintf(cmd, sizeof(cmd), "PRELOAD_TEST_SCENARIO=1 %s -- %s --scenario %s 2>&1",
+		 run, prog, name);
+	f = popen(cmd, "r");
+	ASSERT_NE(NULL, f);
+	n = (ssize_t)fread(out, 1, sizeof(out) - 1, f);
+	out[n > 0 ? n : 0] = 0;
+	st = pclose(f);
+	EXPECT_EQ(0, st) TH_LOG("%s: %s", name, out);
+	EXPECT_EQ(0, strcmp(out, "ok\n")) TH_LOG("%s: %s", name, out);
+}
+
 /*
  * An unmodified program run by wsched-run registers with this loader: the
  * preload_test scenarios, which check from inside the program that each
@@ -2044,29 +2133,31 @@ TEST_F_TIMEOUT(hint, wsched_run_registers_an_unmodified_program, 120)
 {
 	static const char *const scenarios[] = { "mutex", "spin_rwlock", "omp", "threads", "fork",
 						 "many_threads" };
-	char exe[PATH_MAX], run[PATH_MAX + 32], prog[PATH_MAX + 32], cmd[3 * PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	unsigned i;
 
-	ASSERT_LT(0, n);
-	exe[n] = 0;
-	snprintf(run, sizeof(run), "%s/../../bin/wsched-run", dirname(exe));	/* exe: its dir */
-	snprintf(prog, sizeof(prog), "%s/../native/preload_test", exe);
-	for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
-		FILE *f;
-		char out[512] = "";
-		int st;
+	for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+		wsched_run_scenario(_metadata, scenarios[i]);
+}
 
-		snprintf(cmd, sizeof(cmd), "PRELOAD_TEST_SCENARIO=1 %s -- %s --scenario %s 2>&1",
-			 run, prog, scenarios[i]);
-		f = popen(cmd, "r");
-		ASSERT_NE(NULL, f);
-		n = (ssize_t)fread(out, 1, sizeof(out) - 1, f);
-		out[n > 0 ? n : 0] = 0;
-		st = pclose(f);
-		EXPECT_EQ(0, st) TH_LOG("%s: %s", scenarios[i], out);
-		EXPECT_EQ(0, strcmp(out, "ok\n")) TH_LOG("%s: %s", scenarios[i], out);
-	}
+/*
+ * Under wsched-run a sched_yield() made holding a lock is declared plain
+ * (preload_test's yield_cs: 200 such yields and 200 outside any lock,
+ * alone on CPU 1): the former keep the CPU without a slot read
+ * (nr_yield_plain_kept), the latter are still yield-to-all.
+ */
+TEST_F_TIMEOUT(hint, wsched_run_declares_yields_holding_a_lock_plain, 60)
+{
+	struct wsched_stats s0, s1;
+	unsigned long long kept, all;
+
+	ASSERT_EQ(0, read_stats(&s0));
+	wsched_run_scenario(_metadata, "yield_cs");
+	ASSERT_EQ(0, read_stats(&s1));
+	kept = s1.nr_yield_plain_kept - s0.nr_yield_plain_kept;
+	all = s1.nr_yield_all - s0.nr_yield_all;
+	TH_LOG("nr_yield_plain_kept +%llu, nr_yield_all +%llu", kept, all);
+	EXPECT_GE(kept, 150);
+	EXPECT_GE(all, 150);
 }
 
 /* ------------------------------------------------ thief demotion */

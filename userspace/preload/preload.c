@@ -50,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -704,10 +705,21 @@ INTERPOSE(pthread_rwlock_unlock, (pthread_rwlock_t *l), (l))
 REAL(int, sched_yield, void)
 EXPORT int sched_yield(void)
 {
+	struct ws_hint_slot *s = _ws_hint_self;
+
 	/* Only a registered thread's yield can be an ABP yield; what kind it
-	 * is the scheduler decides from the slot (depth, flags). */
-	if (__builtin_expect(hot_load() & HOT_PENDING, 0))
+	 * is the scheduler decides from the slot (depth, flags). One inside
+	 * a section, or with yield-to-all off, is plain whatever the slot
+	 * says: declaring it so (wsched/hint.h) spares the scheduler the
+	 * slot's lookup when nothing else waits for the CPU. sched_yield()
+	 * always succeeds, and a successful syscall() leaves errno alone. */
+	if (__builtin_expect(hot_load() & HOT_PENDING, 0)) {
 		register_pending();
+		s = _ws_hint_self;
+	}
+	if (s && (__atomic_load_n(&s->cs_depth, __ATOMIC_RELAXED) ||
+		  (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & WS_HINT_FLAG_YIELD_PLAIN)))
+		return (int)syscall(SYS_sched_yield, (unsigned long)WS_HINT_YIELD_PLAIN_ARG);
 	return get_sched_yield()();
 }
 

@@ -504,6 +504,28 @@ static void scenario_flags(void)
 }
 
 /*
+ * 200 sched_yield() calls holding a mutex, then 200 holding nothing, on
+ * CPU 1 (the guest test reads what the scheduler made of them).
+ */
+static void scenario_yield_cs(void)
+{
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	cpu_set_t set;
+	int i;
+
+	CPU_ZERO(&set);
+	CPU_SET(1, &set);
+	CHECK(sched_setaffinity(0, sizeof(set), &set) == 0, "pin to CPU 1: %s", strerror(errno));
+	CHECK(registered(), "not registered");
+	pthread_mutex_lock(&m);
+	for (i = 0; i < 200; i++)
+		CHECK(sched_yield() == 0, "sched_yield in a section");
+	pthread_mutex_unlock(&m);
+	for (i = 0; i < 200; i++)
+		CHECK(sched_yield() == 0, "sched_yield");
+}
+
+/*
  * Registration failed for good (no loader, no access): the calls go
  * straight to libc, marking nothing, and return what libc returns.
  */
@@ -571,7 +593,7 @@ static int run_scenario(const char *name)
 		{ "many_threads", scenario_many_threads },
 		{ "exit_holding", scenario_exit_holding }, { "flags", scenario_flags },
 		{ "unregistered", scenario_unregistered }, { "env", scenario_env },
-		{ "spin_cs", scenario_spin_cs },
+		{ "spin_cs", scenario_spin_cs }, { "yield_cs", scenario_yield_cs },
 	};
 	unsigned i;
 

@@ -71,6 +71,16 @@ struct ws_hint_slot {
 #define WS_HINT_FLAG_YIELD_PLAIN	(1u << 0)
 
 /*
+ * A yield declared plain by its caller: syscall(SYS_sched_yield,
+ * WS_HINT_YIELD_PLAIN_ARG) (sched_yield() takes no argument; the kernel
+ * ignores the register). scx_wsched then treats the yield as plain for
+ * this call and, when nothing waits on the caller's CPU, returns without
+ * reading the caller's slot at all: the cheap yield of a thread that
+ * already knows it is inside a critical section. 64-bit builds only.
+ */
+#define WS_HINT_YIELD_PLAIN_ARG	0x77737966706c6e31ull	/* "wsyfpln1" */
+
+/*
  * Slot 0 of every array. abi_version and owner_tid stay 0, so no thread
  * owns it and the scheduler never takes it for a slot.
  *
