@@ -4,8 +4,8 @@
  * Documentation/abi.md, included by scx_wsched.bpf.c.
  *
  * Every registered process has its own mmapable array of WS_HINT_NR_SLOTS
- * struct ws_hint_slot; the loader puts it into hint_procs at key = the
- * process's tgid, which it took from SO_PEERCRED. Here a task's slots are
+ * entries (a header, then struct ws_hint_slot); the loader puts it into
+ * hint_procs at key = the process's tgid, which it took from SO_PEERCRED. Here a task's slots are
  * found only through hint_procs[p->tgid] (the kernel's tgid), and a slot
  * counts only if its owner_tid is the task's id in its own PID namespace
  * (task_ns_tid(): what gettid() returned to the thread that claimed it,
@@ -131,7 +131,7 @@ struct {
 } hint_procs SEC(".maps");
 
 struct hint_ctx {
-	u32 slot;		/* last slot index that matched, + 1; 0: none */
+	u32 slot;		/* last slot index that matched; 0 (the header's): none */
 	u32 graced;		/* a grace was granted; the fields below are valid */
 	u64 grace_cs_count;	/* cs_count when the grace was granted */
 	u64 grace_switches;	/* nvcsw + nivcsw then */
@@ -200,8 +200,8 @@ static __always_inline u32 ns_tid_of_pid(struct task_struct *p, u32 pid)
 /*
  * The slot owned by @tid in the slot array @slots, or NULL. Probes the
  * cached index (the last slot found, or an announced one), then the
- * WS_HINT_PROBE slots from tid % WS_HINT_NR_SLOTS; the first slot owned by
- * @tid wins. A slot owned by @tid with a wrong ABI version is malformed.
+ * WS_HINT_PROBE slots of its window (WS_HINT_SLOT_IDX); the first slot
+ * owned by @tid wins. A slot owned by @tid with a wrong ABI version is malformed.
  */
 static __always_inline struct ws_hint_slot *slot_of_tid(void *slots, u32 tid, struct hint_ctx *hc)
 {
@@ -209,13 +209,13 @@ static __always_inline struct ws_hint_slot *slot_of_tid(void *slots, u32 tid, st
 	u32 i, idx;
 
 	if (hc && hc->slot) {
-		idx = (hc->slot - 1) & (WS_HINT_NR_SLOTS - 1);
+		idx = hc->slot;
 		s = bpf_map_lookup_elem(slots, &idx);
 		if (s && s->owner_tid == tid)
 			goto found;
 	}
 	for (i = 0; i < WS_HINT_PROBE; i++) {
-		idx = (tid + i) & (WS_HINT_NR_SLOTS - 1);
+		idx = WS_HINT_SLOT_IDX(tid, i);
 		s = bpf_map_lookup_elem(slots, &idx);
 		if (s && s->owner_tid == tid)
 			goto found;
@@ -227,7 +227,7 @@ found:
 		return NULL;
 	}
 	if (hc)
-		hc->slot = idx + 1;
+		hc->slot = idx;
 	return s;
 }
 
@@ -258,8 +258,8 @@ static __always_inline struct ws_hint_slot *hint_take_announce(struct task_struc
 		return NULL;
 	word = *(volatile u64 *)&h->announce;	/* one read of untrusted memory */
 	tid = task_ns_tid(p);
-	idx = (u32)word & (WS_HINT_NR_SLOTS - 1);
-	if (!tid || (u32)(word >> 32) != tid || !idx)
+	idx = (u32)word;
+	if (!tid || (u32)(word >> 32) != tid || !idx || idx >= WS_HINT_NR_SLOTS)
 		return NULL;
 	hc = *hcp;
 	if (!hc)
@@ -267,9 +267,9 @@ static __always_inline struct ws_hint_slot *hint_take_announce(struct task_struc
 	if (!hc)
 		return NULL;
 	*hcp = hc;
-	hc->slot = idx + 1;
+	hc->slot = idx;
 	s = slot_of_tid(slots, tid, hc);
-	if (!s || hc->slot != idx + 1) {
+	if (!s || hc->slot != idx) {
 		hc->slot = 0;
 		return NULL;
 	}

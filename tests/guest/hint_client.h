@@ -55,6 +55,14 @@ static inline int wt_hint_connect(void)
 	return s;
 }
 
+/* The length of a mapped slot array: whole pages. */
+static inline unsigned long wt_hint_map_len(void)
+{
+	unsigned long page = (unsigned long)sysconf(_SC_PAGESIZE);
+
+	return ((unsigned long)WS_HINT_NR_SLOTS * WS_HINT_SLOT_SIZE + page - 1) / page * page;
+}
+
 /* Map the array the loader sent as @fd (closed here), or NULL. */
 static inline struct ws_hint_slot *wt_hint_map(int fd)
 {

@@ -320,7 +320,7 @@ static void *slot_scribbler(void *arg)
 			int k;
 
 			if (r >> 62 == 0)	/* one of its own probe window */
-				idx = (tid + (uint32_t)(r >> 32) % WS_HINT_PROBE) % WS_HINT_NR_SLOTS;
+				idx = WS_HINT_SLOT_IDX(tid, (uint32_t)(r >> 32) % WS_HINT_PROBE);
 			w = (uint64_t *)&arr[idx];
 			for (k = 0; k < WS_HINT_SLOT_SIZE / 8; k++)
 				w[k] = rnd(&s);

@@ -83,7 +83,7 @@ static int owned_in_window(int fd, pid_t tid)
 	int n = 0;
 
 	for (i = 0; i < WS_HINT_PROBE; i++) {
-		idx = (tid + i) % WS_HINT_NR_SLOTS;
+		idx = WS_HINT_SLOT_IDX((__u32)tid, i);
 		if (!bpf_map_lookup_elem(fd, &idx, &s) && s.owner_tid == (__u32)tid &&
 		    s.abi_version == WS_HINT_ABI_VERSION)
 			n++;
@@ -434,7 +434,7 @@ static struct ws_hint_slot *mapped_array(void)
 
 	while (f && fgets(line, sizeof(line), f))
 		if (strstr(line, "bpf-map") && sscanf(line, "%lx-%lx", &lo, &hi) == 2 &&
-		    hi - lo == (unsigned long)WS_HINT_NR_SLOTS * WS_HINT_SLOT_SIZE)
+		    hi - lo == wt_hint_map_len())
 			base = (void *)lo;
 	if (f)
 		fclose(f);
@@ -1327,15 +1327,13 @@ static void register_outside_window(void)
 	if (!arr)
 		_exit(4);
 	ws_thread_unregister();
-	for (k = 0; k < WS_HINT_PROBE; k++) {
-		idx = (tid + k) % WS_HINT_NR_SLOTS;
-		if (idx)
-			arr[idx].owner_tid = 0x7ffffff0u + k;
-	}
+	for (k = 0; k < WS_HINT_PROBE; k++)
+		arr[WS_HINT_SLOT_IDX(tid, k)].owner_tid = 0x7ffffff0u + k;
 	if (ws_thread_register())
 		_exit(2);
 	idx = (__u32)(ws_thread_slot() - arr);
-	if ((idx - tid) % WS_HINT_NR_SLOTS < WS_HINT_PROBE)
+	/* its distance from the window's first slot */
+	if (((idx - 1 - tid) & (WS_HINT_NR_THREAD_SLOTS - 1)) < WS_HINT_PROBE)
 		_exit(5);
 }
 
@@ -1490,7 +1488,7 @@ TEST_F_TIMEOUT(hint, foreign_tids_in_own_slots_give_no_grace, 60)
 	CPU_ZERO(&one);
 	CPU_SET(HOG_CPU, &one);
 	ASSERT_LE(0, wt_hog_start(&hogs, 0, &one));	/* competes with the victim */
-	idx = victim->tid % WS_HINT_NR_SLOTS;
+	idx = WS_HINT_SLOT_IDX((__u32)victim->tid, 0);
 
 	akid = fork();
 	ASSERT_LE(0, akid);
@@ -1569,7 +1567,7 @@ TEST_F_TIMEOUT(hint, malformed_own_slot_is_counted_and_ignored, 60)
 		slots = raw_register();
 		if (!slots)
 			_exit(2);
-		mine = &slots[tid % WS_HINT_NR_SLOTS];
+		mine = &slots[WS_HINT_SLOT_IDX((__u32)tid, 0)];
 		mine->owner_tid = tid;
 		*ready = 1;
 		for (;;) {	/* alternate the two kinds of garbage */

@@ -353,19 +353,19 @@ int ws_thread_register(void)
 	if (exit_key_err)
 		return -exit_key_err;
 	tid = (uint32_t)syscall(SYS_gettid);
-	/* The probe window first (index 0 is the header, never a slot)... */
+	/* The probe window first... */
 	for (i = 0; i < WS_HINT_PROBE; i++) {
-		idx = (tid + i) % WS_HINT_NR_SLOTS;
-		if (idx && claim(&slots[idx], tid)) {
+		idx = WS_HINT_SLOT_IDX(tid, i);
+		if (claim(&slots[idx], tid)) {
 			s = &slots[idx];
 			break;
 		}
 	}
 	/* ...then any free slot after it, which the scheduler must be told
-	 * about: the NR_SLOTS - PROBE indices outside the window. */
-	for (i = 0; !s && i < WS_HINT_NR_SLOTS - WS_HINT_PROBE; i++) {
-		idx = (tid + WS_HINT_PROBE + i) % WS_HINT_NR_SLOTS;
-		if (idx && claim(&slots[idx], tid)) {
+	 * about: the NR_THREAD_SLOTS - PROBE indices outside the window. */
+	for (i = 0; !s && i < WS_HINT_NR_THREAD_SLOTS - WS_HINT_PROBE; i++) {
+		idx = WS_HINT_SLOT_IDX(tid, WS_HINT_PROBE + i);
+		if (claim(&slots[idx], tid)) {
 			s = &slots[idx];
 			outside = true;
 		}

@@ -90,7 +90,7 @@ TEST(threads_claim_distinct_slots_in_their_window_and_release_them_at_exit)
 		EXPECT_EQ(1, owned_by(slots, reg.tid[i]));
 		found = 0;
 		for (k = 0; k < (int)WS_HINT_PROBE; k++) {
-			struct ws_hint_slot *s = &slots[(reg.tid[i] + k) % WS_HINT_NR_SLOTS];
+			struct ws_hint_slot *s = &slots[WS_HINT_SLOT_IDX((uint32_t)reg.tid[i], k)];
 
 			if (s->owner_tid == (uint32_t)reg.tid[i]) {
 				found = 1;
@@ -164,7 +164,7 @@ TEST(full_probe_window_claims_elsewhere_and_full_array_gives_enospc)
 	ws_thread_unregister();
 	h = (struct ws_hint_header *)f.slots[0];
 	for (k = 0; k < WS_HINT_PROBE; k++)
-		f.slots[0][(me + k) % WS_HINT_NR_SLOTS].owner_tid = other + k;
+		f.slots[0][WS_HINT_SLOT_IDX((uint32_t)me, k)].owner_tid = other + k;
 	y0 = nr_yields_total;
 	ASSERT_EQ(0, ws_thread_register());
 	EXPECT_TRUE(ws_thread_registered());
@@ -172,7 +172,8 @@ TEST(full_probe_window_claims_elsewhere_and_full_array_gives_enospc)
 		if (f.slots[0][idx].owner_tid == (uint32_t)me)
 			found = idx;
 	EXPECT_NE(0, found) TH_LOG("no slot owned outside the window");
-	EXPECT_LE(WS_HINT_PROBE, (found - me) % WS_HINT_NR_SLOTS);
+	/* its distance from the window's first slot */
+	EXPECT_LE(WS_HINT_PROBE, (found - 1 - (uint32_t)me) & (WS_HINT_NR_THREAD_SLOTS - 1));
 	EXPECT_EQ(0, h->announce) TH_LOG("the unacknowledged word was not withdrawn");
 	EXPECT_EQ(0, h->zero[0]);
 	EXPECT_EQ(0, h->zero[1]);
@@ -188,19 +189,67 @@ TEST(full_probe_window_claims_elsewhere_and_full_array_gives_enospc)
 	EXPECT_EQ(1, h->nr_refused);
 	EXPECT_EQ(0, h->zero[1]) TH_LOG("the header was claimed");
 	/* The one free slot is the first after the window: found. */
-	idx = (me + WS_HINT_PROBE) % WS_HINT_NR_SLOTS;
-	if (!idx)
-		idx = 1;
+	idx = WS_HINT_SLOT_IDX((uint32_t)me, WS_HINT_PROBE);
 	f.slots[0][idx].owner_tid = 0;
 	EXPECT_EQ(0, ws_thread_register());
 	EXPECT_EQ((uint32_t)me, f.slots[0][idx].owner_tid);
 	ws_thread_unregister();
 	f.slots[0][idx].owner_tid = other;
-	f.slots[0][(me + 5) % WS_HINT_NR_SLOTS].owner_tid = 0;
-	if ((me + 5) % WS_HINT_NR_SLOTS == 0)
-		f.slots[0][(me + 6) % WS_HINT_NR_SLOTS].owner_tid = 0;
+	f.slots[0][WS_HINT_SLOT_IDX((uint32_t)me, 5)].owner_tid = 0;
 	EXPECT_EQ(0, ws_thread_register());
 	ws_thread_unregister();
+	fake_stop(&f);
+}
+
+/*
+ * As many threads as a process has thread slots (4096) all hold a slot at
+ * once; one more is refused with -ENOSPC, and the header counts it.
+ */
+struct all_reg {
+	pthread_barrier_t in, out;
+	int nr_ok, first_err;
+};
+
+static struct all_reg allr;
+
+static void *all_reg_thread(void *arg)
+{
+	int rc = ws_thread_register();
+
+	(void)arg;
+	if (!rc)
+		__atomic_add_fetch(&allr.nr_ok, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_store_n(&allr.first_err, rc, __ATOMIC_RELAXED);
+	pthread_barrier_wait(&allr.in);		/* the main thread counts */
+	pthread_barrier_wait(&allr.out);
+	return NULL;
+}
+
+TEST(every_thread_slot_taken_at_once_and_one_more_refused)
+{
+	static struct fake_loader f;
+	static pthread_t th[WS_HINT_NR_THREAD_SLOTS];
+	struct ws_hint_header *h;
+	pthread_attr_t a;
+	int i;
+
+	ASSERT_EQ(0, fake_start(&f, WS_HINT_ABI_VERSION));
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 64 << 10);
+	pthread_barrier_init(&allr.in, NULL, WS_HINT_NR_THREAD_SLOTS + 1);
+	pthread_barrier_init(&allr.out, NULL, WS_HINT_NR_THREAD_SLOTS + 1);
+	for (i = 0; i < (int)WS_HINT_NR_THREAD_SLOTS; i++)
+		ASSERT_EQ(0, pthread_create(&th[i], &a, all_reg_thread, NULL)) TH_LOG("thread %d", i);
+	pthread_barrier_wait(&allr.in);
+	EXPECT_EQ((int)WS_HINT_NR_THREAD_SLOTS, __atomic_load_n(&allr.nr_ok, __ATOMIC_RELAXED))
+		TH_LOG("first refusal %d", allr.first_err);
+	EXPECT_EQ(-ENOSPC, ws_thread_register());
+	h = (struct ws_hint_header *)f.slots[0];
+	EXPECT_EQ(1, h->nr_refused);
+	pthread_barrier_wait(&allr.out);
+	for (i = 0; i < (int)WS_HINT_NR_THREAD_SLOTS; i++)
+		pthread_join(th[i], NULL);
 	fake_stop(&f);
 }
 

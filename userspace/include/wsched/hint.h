@@ -5,13 +5,13 @@
  * Documentation/abi.md is the specification; this header is its code form.
  * Fixed-size types only: BPF, the loader and the library see one layout.
  *
- * Each registered process gets its own BPF array of WS_HINT_NR_SLOTS slots,
- * mapped into its address space. Slot 0 is the array's header (struct
- * ws_hint_header), never a thread's. A thread owns at most one slot: one of
- * the WS_HINT_PROBE consecutive indices from (tid % WS_HINT_NR_SLOTS) (its
- * probe window, where the scheduler looks first), else any free one, which
- * it announces through the header so that the scheduler remembers where it
- * is. The scheduler reads the array of a task's process (found by the
+ * Each registered process gets its own BPF array of WS_HINT_NR_SLOTS
+ * entries, mapped into its address space: the header (struct
+ * ws_hint_header) at index 0, then WS_HINT_NR_THREAD_SLOTS slots, one per
+ * thread. A thread owns at most one slot: one of the WS_HINT_PROBE indices
+ * WS_HINT_SLOT_IDX(tid, 0..WS_HINT_PROBE - 1) (its probe window, where the
+ * scheduler looks first), else any free one, which it announces through
+ * the header so that the scheduler remembers where it is. The scheduler reads the array of a task's process (found by the
  * task's tgid, taken from the kernel) and accepts a slot only if owner_tid
  * is the task's tid (in its own PID namespace) and abi_version is
  * WS_HINT_ABI_VERSION. Every field is untrusted input to the scheduler.
@@ -23,13 +23,18 @@
 #include <linux/types.h>
 #endif
 
-#define WS_HINT_ABI_VERSION	2u
-#define WS_HINT_NR_SLOTS	4096u	/* per process, the header included; power of two */
+#define WS_HINT_ABI_VERSION	3u
+#define WS_HINT_NR_SLOTS	4097u	/* entries per process: the header and the thread slots */
+#define WS_HINT_NR_THREAD_SLOTS	(WS_HINT_NR_SLOTS - 1)	/* power of two */
 #define WS_HINT_SLOT_SIZE	64u
-#define WS_HINT_PROBE		8u	/* slots probed from tid % NR_SLOTS */
+#define WS_HINT_PROBE		8u	/* slots in a thread's probe window */
 #define WS_HINT_MAX_DEPTH	64u	/* cs_depth above this is malformed */
 #define WS_HINT_MAX_PROCS	1024u	/* registered processes at once */
 #define WS_HINT_SOCK_PATH	"/run/wsched/wsched.sock"
+
+/* The @i-th index from thread @tid's first slot, wrapping within the thread
+ * slots (1 .. WS_HINT_NR_THREAD_SLOTS): never the header's 0. */
+#define WS_HINT_SLOT_IDX(tid, i) (1u + (((tid) + (i)) & (WS_HINT_NR_THREAD_SLOTS - 1)))
 
 /* ws_hint_slot.state */
 enum ws_hint_state {
@@ -123,7 +128,7 @@ struct ws_hint_header {
 
 struct ws_hint_hello {
 	__u32 abi_version;	/* WS_HINT_ABI_VERSION of the loader */
-	__u32 nr_slots;		/* WS_HINT_NR_SLOTS; 0: refused */
+	__u32 nr_slots;		/* WS_HINT_NR_SLOTS (entries); 0: refused */
 	__u32 slot_size;	/* WS_HINT_SLOT_SIZE */
 	__u32 reserved;		/* 0; when refused, the reason (an errno) */
 };
@@ -131,7 +136,8 @@ struct ws_hint_hello {
 #ifndef __bpf__
 _Static_assert(sizeof(struct ws_hint_slot) == WS_HINT_SLOT_SIZE, "hint slot is 64 bytes");
 _Static_assert(sizeof(struct ws_hint_header) == WS_HINT_SLOT_SIZE, "hint header is a slot");
-_Static_assert((WS_HINT_NR_SLOTS & (WS_HINT_NR_SLOTS - 1)) == 0, "NR_SLOTS power of two");
+_Static_assert((WS_HINT_NR_THREAD_SLOTS & (WS_HINT_NR_THREAD_SLOTS - 1)) == 0,
+	       "NR_THREAD_SLOTS power of two");
 #endif
 
 #endif /* WSCHED_HINT_H */
