@@ -1945,15 +1945,26 @@ static void yall_stop(struct yall *y, pthread_t sp)
 	pthread_join(sp, NULL);
 }
 
-/* Of @n sched_yield() calls on CPU 1 beside the spinner, how many let it run. */
-static int yields_that_let_it_run(struct yall *y, int n)
+static void yield_sched(void)
+{
+	sched_yield();
+}
+
+/* sched_yield() declared plain by its caller (wsched/hint.h). */
+static void yield_declared_plain(void)
+{
+	syscall(SYS_sched_yield, (unsigned long)WS_HINT_YIELD_PLAIN_ARG);
+}
+
+/* Of @n calls of @yield on CPU 1 beside the spinner, how many let it run. */
+static int yields_that_let_it_run(struct yall *y, int n, void (*yield)(void))
 {
 	int i, ran = 0;
 
 	for (i = 0; i < n; i++) {
 		unsigned long c0 = y->counter;
 
-		sched_yield();
+		yield();
 		ran += y->counter != c0;
 	}
 	return ran;
@@ -1977,12 +1988,12 @@ TEST_F_TIMEOUT(hint, registered_sched_yield_goes_behind_everyone, 60)
 
 	ASSERT_EQ(0, yall_start(&y, &sp));
 	ASSERT_EQ(0, read_stats(&s0));
-	ran_plain = yields_that_let_it_run(&y, 200);
+	ran_plain = yields_that_let_it_run(&y, 200, yield_sched);
 	ASSERT_EQ(0, read_stats(&s1));
 	yield_head = s1.nr_yield_head - s0.nr_yield_head;
 	ASSERT_EQ(0, ws_thread_register());
 	ASSERT_EQ(0, read_stats(&s0));
-	ran_all = yields_that_let_it_run(&y, 200);
+	ran_all = yields_that_let_it_run(&y, 200, yield_sched);
 	ASSERT_EQ(0, read_stats(&s1));
 	ws_thread_unregister();
 	yall_stop(&y, sp);
@@ -2016,10 +2027,10 @@ TEST_F_TIMEOUT(hint, registered_yield_in_section_or_flagged_is_plain, 60)
 	ASSERT_EQ(0, ws_thread_register());
 	ASSERT_EQ(0, read_stats(&s0));
 	ws_critical_enter();
-	ran_cs = yields_that_let_it_run(&y, 100);
+	ran_cs = yields_that_let_it_run(&y, 100, yield_sched);
 	ws_critical_exit();
 	ws_thread_set_flags(WS_HINT_FLAG_YIELD_PLAIN);
-	ran_flag = yields_that_let_it_run(&y, 100);
+	ran_flag = yields_that_let_it_run(&y, 100, yield_sched);
 	ws_thread_set_flags(0);
 	ASSERT_EQ(0, read_stats(&s1));
 	ws_thread_unregister();
@@ -2030,12 +2041,6 @@ TEST_F_TIMEOUT(hint, registered_yield_in_section_or_flagged_is_plain, 60)
 	       "nr_yield_all +%llu, nr_yield_head +%llu", ran_cs, ran_flag, all, head);
 	EXPECT_LE(all, 1);
 	EXPECT_GE(head, 150);
-}
-
-/* sched_yield() declared plain by its caller (wsched/hint.h). */
-static void yield_declared_plain(void)
-{
-	syscall(SYS_sched_yield, (unsigned long)WS_HINT_YIELD_PLAIN_ARG);
 }
 
 /*
@@ -2053,7 +2058,7 @@ TEST_F_TIMEOUT(hint, yield_declared_plain_is_plain_and_cheap_when_alone, 60)
 	struct wsched_stats s0, s1, s2;
 	unsigned long long kept, all, cs_yielded;
 	pthread_t sp;
-	int i, ran_cs = 0, ran_out = 0;
+	int i, ran_cs, ran_out;
 
 	pin(1);
 	ASSERT_EQ(0, ws_thread_register());
@@ -2068,19 +2073,9 @@ TEST_F_TIMEOUT(hint, yield_declared_plain_is_plain_and_cheap_when_alone, 60)
 	ASSERT_EQ(0, yall_start(&y, &sp));
 	ASSERT_EQ(0, read_stats(&s1));
 	ws_critical_enter();
-	for (i = 0; i < 100; i++) {
-		unsigned long c0 = y.counter;
-
-		yield_declared_plain();
-		ran_cs += y.counter != c0;
-	}
+	ran_cs = yields_that_let_it_run(&y, 100, yield_declared_plain);
 	ws_critical_exit();
-	for (i = 0; i < 100; i++) {
-		unsigned long c0 = y.counter;
-
-		yield_declared_plain();
-		ran_out += y.counter != c0;
-	}
+	ran_out = yields_that_let_it_run(&y, 100, yield_declared_plain);
 	ASSERT_EQ(0, read_stats(&s2));
 	ws_thread_unregister();
 	yall_stop(&y, sp);
@@ -2656,7 +2651,7 @@ TEST_F_TIMEOUT(observe, yields_inside_a_section_are_told_apart, 60)
 	ASSERT_EQ(0, ws_thread_register());
 	ASSERT_EQ(0, read_stats(&s0));
 	ws_critical_enter();
-	ran = yields_that_let_it_run(&y, 200);
+	ran = yields_that_let_it_run(&y, 200, yield_sched);
 	ws_critical_exit();
 	ASSERT_EQ(0, read_stats(&s1));
 	ws_thread_unregister();
@@ -2686,7 +2681,7 @@ TEST_F_TIMEOUT(observe, registered_sched_yield_is_plain, 60)
 	ASSERT_EQ(0, yall_start(&y, &sp));
 	ASSERT_EQ(0, ws_thread_register()) TH_LOG("no registration while observing");
 	ASSERT_EQ(0, read_stats(&s0));
-	ran = yields_that_let_it_run(&y, 200);
+	ran = yields_that_let_it_run(&y, 200, yield_sched);
 	ASSERT_EQ(0, read_stats(&s1));
 	ws_thread_unregister();
 	yall_stop(&y, sp);
