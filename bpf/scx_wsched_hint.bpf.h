@@ -5,13 +5,13 @@
  *
  * Every registered process has its own mmapable array of WS_HINT_NR_SLOTS
  * entries (a header, then struct ws_hint_slot); the loader puts it into
- * hint_procs at key = the process's tgid, which it took from SO_PEERCRED. Here a task's slots are
- * found only through hint_procs[p->tgid] (the kernel's tgid), and a slot
- * counts only if its owner_tid is the task's id in its own PID namespace
- * (task_ns_tid(): what gettid() returned to the thread that claimed it,
- * p->pid outside containers): whatever a process writes, it can describe
- * only its own threads. Every field is untrusted: a value out of
- * range is counted in nr_hint_malformed and ignored.
+ * hint_procs at key = the process's tgid, which it took from SO_PEERCRED.
+ * Here a task's slots are found only through hint_procs[p->tgid] (the
+ * kernel's tgid), and a slot counts only if its owner_tid is the task's id
+ * in its own PID namespace (task_ns_tid(): what gettid() returned to the
+ * thread that claimed it, p->pid outside containers): whatever a process
+ * writes, it can describe only its own threads. Every field is untrusted:
+ * a value out of range is counted in nr_hint_malformed and ignored.
  *
  * This file owns every read of a slot, of a header and of hint_procs, and
  * the observe gate. scx_wsched.bpf.c reads none of them; it calls:
@@ -201,7 +201,8 @@ static __always_inline u32 ns_tid_of_pid(struct task_struct *p, u32 pid)
  * The slot owned by @tid in the slot array @slots, or NULL. Probes the
  * cached index (the last slot found, or an announced one), then the
  * WS_HINT_PROBE slots of its window (WS_HINT_SLOT_IDX); the first slot
- * owned by @tid wins. A slot owned by @tid with a wrong ABI version is malformed.
+ * owned by @tid wins. A slot owned by @tid with a wrong ABI version is
+ * malformed.
  */
 static __always_inline struct ws_hint_slot *slot_of_tid(void *slots, u32 tid, struct hint_ctx *hc)
 {

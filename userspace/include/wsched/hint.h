@@ -11,10 +11,11 @@
  * thread. A thread owns at most one slot: one of the WS_HINT_PROBE indices
  * WS_HINT_SLOT_IDX(tid, 0..WS_HINT_PROBE - 1) (its probe window, where the
  * scheduler looks first), else any free one, which it announces through
- * the header so that the scheduler remembers where it is. The scheduler reads the array of a task's process (found by the
- * task's tgid, taken from the kernel) and accepts a slot only if owner_tid
- * is the task's tid (in its own PID namespace) and abi_version is
- * WS_HINT_ABI_VERSION. Every field is untrusted input to the scheduler.
+ * the header so that the scheduler remembers where it is. The scheduler
+ * reads the array of a task's process (found by the task's tgid, taken
+ * from the kernel) and accepts a slot only if owner_tid is the task's tid
+ * (in its own PID namespace) and abi_version is WS_HINT_ABI_VERSION. Every
+ * field is untrusted input to the scheduler.
  */
 #ifndef WSCHED_HINT_H
 #define WSCHED_HINT_H
