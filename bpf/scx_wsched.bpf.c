@@ -1468,27 +1468,18 @@ static __always_inline bool yield_behind_head(struct task_struct *from)
 /*
  * The hint part reads @from's slot once, first (wsched_hint_yield_begin():
  * a target it names, or a yield-to-all), and records a yield that gives the
- * CPU up, last (wsched_hint_yield_end()); the choice between is here.
+ * CPU up, last (wsched_hint_yield_end()); the choice between is here. A
+ * sched_yield() its caller declared plain (hint_yield_declared_plain())
+ * needs the slot only for that record: it is looked up only then.
  */
 bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *to)
 {
-	struct hint_yield hy;
-	struct task_struct *t;
+	struct hint_yield hy = {};
+	struct task_struct *t = NULL;
+	bool declared_plain = !to && hint_yield_declared_plain(from);
 
-	if (!to && hint_yield_declared_plain(from)) {
-		/* Plain by the caller's word: the slot matters only to a
-		 * yield that gives the CPU up (its stop is a yield's, and
-		 * it ends a grace). */
-		if (!yield_behind_head(from) && !scx_bpf_dsq_nr_queued(WS_DSQ_LOCAL)) {
-			STAT_INC(nr_yield_plain_kept);
-			return false;
-		}
-		wsched_hint_yield_lookup(from, &hy);
-		scx_bpf_task_set_slice(from, 0);
-		wsched_hint_yield_end(from, &hy, true);
-		return false;
-	}
-	t = wsched_hint_yield_begin(from, to, &hy);
+	if (!declared_plain)
+		t = wsched_hint_yield_begin(from, to, &hy);
 	if (!to) {
 		if (t) {
 			STAT_INC(nr_yield_hint);
@@ -1504,9 +1495,13 @@ bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *
 			 * dispatch that picks the yielder again. (A
 			 * yield-to-all still takes the trip: a THIEF's
 			 * dispatch may pull a queued WORKER of its process.) */
+			if (declared_plain)
+				STAT_INC(nr_yield_plain_kept);
 			wsched_hint_yield_end(from, &hy, false);
 			return false;
 		}
+		if (declared_plain)
+			wsched_hint_yield_lookup(from, &hy);
 		scx_bpf_task_set_slice(from, 0);
 		wsched_hint_yield_end(from, &hy, true);
 		return false;
