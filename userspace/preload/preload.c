@@ -354,20 +354,35 @@ static void *resolve(const char *name)
 		return f;							\
 	}
 
-/* Marks when the family is on; the section's mark follows the acquisition
- * and its unmark follows the release, so it covers the whole hold. */
-static __attribute__((always_inline)) inline void enter_if(unsigned fam)
+/* enter_if()'s rare cases: the word not parsed yet, a fork child pending. */
+static __attribute__((noinline, cold)) int enter_slow(unsigned fam, int rc)
+{
+	unsigned m = hot_load();
+
+	if (m & HOT_PENDING)
+		register_pending();
+	if (m & fam)
+		ws_critical_enter();
+	return rc;
+}
+
+/*
+ * Marks when the family is on and returns @rc, the real call's result; the
+ * section's mark follows the acquisition and its unmark follows the
+ * release, so it covers the whole hold. The rare cases are a tail call that
+ * returns @rc, so that the common one keeps nothing across a call and the
+ * body around it needs no saved register.
+ */
+static __attribute__((always_inline)) inline int enter_if(unsigned fam, int rc)
 {
 	unsigned m = __atomic_load_n(&hot, __ATOMIC_RELAXED);
 
-	/* One test for both rare cases: not parsed yet, fork child pending. */
-	if (__builtin_expect((m & (HOT_PARSED | HOT_PENDING)) != HOT_PARSED, 0)) {
-		m = hot_load();
-		if (m & HOT_PENDING)
-			register_pending();
-	}
+	/* One test for both rare cases. */
+	if (__builtin_expect((m & (HOT_PARSED | HOT_PENDING)) != HOT_PARSED, 0))
+		return enter_slow(fam, rc);
 	if (m & fam)
 		ws_critical_enter();
+	return rc;
 }
 
 /* A grace hand-back inside ws_critical_exit keeps errno (hint.c). */
@@ -389,27 +404,35 @@ static __attribute__((always_inline)) inline bool bypass(void)
 	return proc_off() && !ws_thread_registered();
 }
 
+/* The real function, in a body behind INTERPOSE: the exported function
+ * resolved it before it got there. */
+#define REAL_OF(name) __atomic_load_n(&real_##name, __ATOMIC_RELAXED)
+
 /*
  * INTERPOSE(name, (params), (args)) { body }: the exported int function
  * @name calls the real one when bypass() says so, else runs the body. The
  * body is a function of its own (marked_@name), and so is the first call's
- * lookup of the real function (first_@name), so that the bypass needs no
- * stack frame: a load and a jump to the real function.
+ * lookup of the real function (first_@name, which then starts the call
+ * again), so that the bypass needs no stack frame: a load and a jump to the
+ * real function; and the body finds the real function resolved, so that it
+ * needs no frame beyond the call's.
  * INTERPOSE_VOID: the same for a void function.
  */
 #define INTERPOSE(name, params, args)						\
 	static int marked_##name params;					\
 	static __attribute__((noinline, cold)) int first_##name params		\
 	{									\
-		return get_##name() args;					\
+		get_##name();							\
+		return name args;						\
 	}									\
 	EXPORT int name params							\
 	{									\
-		if (bypass()) {							\
-			__typeof__(real_##name) f =				\
-				__atomic_load_n(&real_##name, __ATOMIC_RELAXED); \
-			return __builtin_expect(f != NULL, 1) ? f args : first_##name args; \
-		}								\
+		__typeof__(real_##name) f = REAL_OF(name);			\
+									\
+		if (__builtin_expect(f == NULL, 0))				\
+			return first_##name args;				\
+		if (bypass())							\
+			return f args;						\
 		return marked_##name args;					\
 	}									\
 	static __attribute__((noinline)) int marked_##name params
@@ -418,20 +441,19 @@ static __attribute__((always_inline)) inline bool bypass(void)
 	static void marked_##name params;					\
 	static __attribute__((noinline, cold)) void first_##name params	\
 	{									\
-		get_##name() args;						\
+		get_##name();							\
+		name args;							\
 	}									\
 	EXPORT void name params							\
 	{									\
-		if (bypass()) {							\
-			__typeof__(real_##name) f =				\
-				__atomic_load_n(&real_##name, __ATOMIC_RELAXED); \
-			if (__builtin_expect(f != NULL, 1))			\
-				f args;						\
-			else							\
-				first_##name args;				\
-		} else {							\
+		__typeof__(real_##name) f = REAL_OF(name);			\
+									\
+		if (__builtin_expect(f == NULL, 0))				\
+			first_##name args;					\
+		else if (bypass())						\
+			f args;							\
+		else								\
 			marked_##name args;					\
-		}								\
 	}									\
 	static __attribute__((noinline)) void marked_##name params
 
@@ -481,48 +503,40 @@ static inline bool acquired(int rc)
 REAL(int, pthread_mutex_lock, pthread_mutex_t *)
 INTERPOSE(pthread_mutex_lock, (pthread_mutex_t *m), (m))
 {
-	int rc = get_pthread_mutex_lock()(m);
+	int rc = REAL_OF(pthread_mutex_lock)(m);
 
-	if (acquired(rc))
-		enter_if(FAM_LOCKS);
-	return rc;
+	return acquired(rc) ? enter_if(FAM_LOCKS, rc) : rc;
 }
 
 REAL(int, pthread_mutex_trylock, pthread_mutex_t *)
 INTERPOSE(pthread_mutex_trylock, (pthread_mutex_t *m), (m))
 {
-	int rc = get_pthread_mutex_trylock()(m);
+	int rc = REAL_OF(pthread_mutex_trylock)(m);
 
-	if (acquired(rc))
-		enter_if(FAM_LOCKS);
-	return rc;
+	return acquired(rc) ? enter_if(FAM_LOCKS, rc) : rc;
 }
 
 REAL(int, pthread_mutex_timedlock, pthread_mutex_t *, const struct timespec *)
 INTERPOSE(pthread_mutex_timedlock, (pthread_mutex_t *m, const struct timespec *ts), (m, ts))
 {
-	int rc = get_pthread_mutex_timedlock()(m, ts);
+	int rc = REAL_OF(pthread_mutex_timedlock)(m, ts);
 
-	if (acquired(rc))
-		enter_if(FAM_LOCKS);
-	return rc;
+	return acquired(rc) ? enter_if(FAM_LOCKS, rc) : rc;
 }
 
 REAL(int, pthread_mutex_clocklock, pthread_mutex_t *, clockid_t, const struct timespec *)
 INTERPOSE(pthread_mutex_clocklock, (pthread_mutex_t *m, clockid_t c, const struct timespec *ts),
 	  (m, c, ts))
 {
-	int rc = get_pthread_mutex_clocklock()(m, c, ts);
+	int rc = REAL_OF(pthread_mutex_clocklock)(m, c, ts);
 
-	if (acquired(rc))
-		enter_if(FAM_LOCKS);
-	return rc;
+	return acquired(rc) ? enter_if(FAM_LOCKS, rc) : rc;
 }
 
 REAL(int, pthread_mutex_unlock, pthread_mutex_t *)
 INTERPOSE(pthread_mutex_unlock, (pthread_mutex_t *m), (m))
 {
-	int rc = get_pthread_mutex_unlock()(m);
+	int rc = REAL_OF(pthread_mutex_unlock)(m);
 
 	if (!rc)
 		exit_if(FAM_LOCKS);
@@ -543,9 +557,8 @@ INTERPOSE(pthread_cond_wait, (pthread_cond_t *c, pthread_mutex_t *m), (c, m))
 	int rc;
 
 	exit_if(FAM_LOCKS);
-	rc = get_pthread_cond_wait()(c, m);
-	enter_if(FAM_LOCKS);
-	return rc;
+	rc = REAL_OF(pthread_cond_wait)(c, m);
+	return enter_if(FAM_LOCKS, rc);
 }
 
 REAL(int, pthread_cond_timedwait, pthread_cond_t *, pthread_mutex_t *, const struct timespec *)
@@ -555,9 +568,8 @@ INTERPOSE(pthread_cond_timedwait,
 	int rc;
 
 	exit_if(FAM_LOCKS);
-	rc = get_pthread_cond_timedwait()(c, m, ts);
-	enter_if(FAM_LOCKS);
-	return rc;
+	rc = REAL_OF(pthread_cond_timedwait)(c, m, ts);
+	return enter_if(FAM_LOCKS, rc);
 }
 
 REAL(int, pthread_cond_clockwait, pthread_cond_t *, pthread_mutex_t *, clockid_t,
@@ -569,9 +581,8 @@ INTERPOSE(pthread_cond_clockwait,
 	int rc;
 
 	exit_if(FAM_LOCKS);
-	rc = get_pthread_cond_clockwait()(c, m, clk, ts);
-	enter_if(FAM_LOCKS);
-	return rc;
+	rc = REAL_OF(pthread_cond_clockwait)(c, m, clk, ts);
+	return enter_if(FAM_LOCKS, rc);
 }
 
 /* --------------------------------------------------------------- spin locks */
@@ -579,27 +590,23 @@ INTERPOSE(pthread_cond_clockwait,
 REAL(int, pthread_spin_lock, pthread_spinlock_t *)
 INTERPOSE(pthread_spin_lock, (pthread_spinlock_t *l), (l))
 {
-	int rc = get_pthread_spin_lock()(l);
+	int rc = REAL_OF(pthread_spin_lock)(l);
 
-	if (!rc)
-		enter_if(FAM_LOCKS);
-	return rc;
+	return rc ? rc : enter_if(FAM_LOCKS, 0);
 }
 
 REAL(int, pthread_spin_trylock, pthread_spinlock_t *)
 INTERPOSE(pthread_spin_trylock, (pthread_spinlock_t *l), (l))
 {
-	int rc = get_pthread_spin_trylock()(l);
+	int rc = REAL_OF(pthread_spin_trylock)(l);
 
-	if (!rc)
-		enter_if(FAM_LOCKS);
-	return rc;
+	return rc ? rc : enter_if(FAM_LOCKS, 0);
 }
 
 REAL(int, pthread_spin_unlock, pthread_spinlock_t *)
 INTERPOSE(pthread_spin_unlock, (pthread_spinlock_t *l), (l))
 {
-	int rc = get_pthread_spin_unlock()(l);
+	int rc = REAL_OF(pthread_spin_unlock)(l);
 
 	if (!rc)
 		exit_if(FAM_LOCKS);
@@ -611,89 +618,73 @@ INTERPOSE(pthread_spin_unlock, (pthread_spinlock_t *l), (l))
 REAL(int, pthread_rwlock_rdlock, pthread_rwlock_t *)
 INTERPOSE(pthread_rwlock_rdlock, (pthread_rwlock_t *l), (l))
 {
-	int rc = get_pthread_rwlock_rdlock()(l);
+	int rc = REAL_OF(pthread_rwlock_rdlock)(l);
 
-	if (!rc)
-		enter_if(FAM_LOCKS);
-	return rc;
+	return rc ? rc : enter_if(FAM_LOCKS, 0);
 }
 
 REAL(int, pthread_rwlock_wrlock, pthread_rwlock_t *)
 INTERPOSE(pthread_rwlock_wrlock, (pthread_rwlock_t *l), (l))
 {
-	int rc = get_pthread_rwlock_wrlock()(l);
+	int rc = REAL_OF(pthread_rwlock_wrlock)(l);
 
-	if (!rc)
-		enter_if(FAM_LOCKS);
-	return rc;
+	return rc ? rc : enter_if(FAM_LOCKS, 0);
 }
 
 REAL(int, pthread_rwlock_tryrdlock, pthread_rwlock_t *)
 INTERPOSE(pthread_rwlock_tryrdlock, (pthread_rwlock_t *l), (l))
 {
-	int rc = get_pthread_rwlock_tryrdlock()(l);
+	int rc = REAL_OF(pthread_rwlock_tryrdlock)(l);
 
-	if (!rc)
-		enter_if(FAM_LOCKS);
-	return rc;
+	return rc ? rc : enter_if(FAM_LOCKS, 0);
 }
 
 REAL(int, pthread_rwlock_trywrlock, pthread_rwlock_t *)
 INTERPOSE(pthread_rwlock_trywrlock, (pthread_rwlock_t *l), (l))
 {
-	int rc = get_pthread_rwlock_trywrlock()(l);
+	int rc = REAL_OF(pthread_rwlock_trywrlock)(l);
 
-	if (!rc)
-		enter_if(FAM_LOCKS);
-	return rc;
+	return rc ? rc : enter_if(FAM_LOCKS, 0);
 }
 
 REAL(int, pthread_rwlock_timedrdlock, pthread_rwlock_t *, const struct timespec *)
 INTERPOSE(pthread_rwlock_timedrdlock, (pthread_rwlock_t *l, const struct timespec *ts), (l, ts))
 {
-	int rc = get_pthread_rwlock_timedrdlock()(l, ts);
+	int rc = REAL_OF(pthread_rwlock_timedrdlock)(l, ts);
 
-	if (!rc)
-		enter_if(FAM_LOCKS);
-	return rc;
+	return rc ? rc : enter_if(FAM_LOCKS, 0);
 }
 
 REAL(int, pthread_rwlock_timedwrlock, pthread_rwlock_t *, const struct timespec *)
 INTERPOSE(pthread_rwlock_timedwrlock, (pthread_rwlock_t *l, const struct timespec *ts), (l, ts))
 {
-	int rc = get_pthread_rwlock_timedwrlock()(l, ts);
+	int rc = REAL_OF(pthread_rwlock_timedwrlock)(l, ts);
 
-	if (!rc)
-		enter_if(FAM_LOCKS);
-	return rc;
+	return rc ? rc : enter_if(FAM_LOCKS, 0);
 }
 
 REAL(int, pthread_rwlock_clockrdlock, pthread_rwlock_t *, clockid_t, const struct timespec *)
 INTERPOSE(pthread_rwlock_clockrdlock, (pthread_rwlock_t *l, clockid_t c, const struct timespec *ts),
 	  (l, c, ts))
 {
-	int rc = get_pthread_rwlock_clockrdlock()(l, c, ts);
+	int rc = REAL_OF(pthread_rwlock_clockrdlock)(l, c, ts);
 
-	if (!rc)
-		enter_if(FAM_LOCKS);
-	return rc;
+	return rc ? rc : enter_if(FAM_LOCKS, 0);
 }
 
 REAL(int, pthread_rwlock_clockwrlock, pthread_rwlock_t *, clockid_t, const struct timespec *)
 INTERPOSE(pthread_rwlock_clockwrlock, (pthread_rwlock_t *l, clockid_t c, const struct timespec *ts),
 	  (l, c, ts))
 {
-	int rc = get_pthread_rwlock_clockwrlock()(l, c, ts);
+	int rc = REAL_OF(pthread_rwlock_clockwrlock)(l, c, ts);
 
-	if (!rc)
-		enter_if(FAM_LOCKS);
-	return rc;
+	return rc ? rc : enter_if(FAM_LOCKS, 0);
 }
 
 REAL(int, pthread_rwlock_unlock, pthread_rwlock_t *)
 INTERPOSE(pthread_rwlock_unlock, (pthread_rwlock_t *l), (l))
 {
-	int rc = get_pthread_rwlock_unlock()(l);
+	int rc = REAL_OF(pthread_rwlock_unlock)(l);
 
 	if (!rc)
 		exit_if(FAM_LOCKS);
@@ -701,6 +692,30 @@ INTERPOSE(pthread_rwlock_unlock, (pthread_rwlock_t *l), (l))
 }
 
 /* ------------------------------------------------------------------- yields */
+
+/*
+ * sched_yield() declared plain (wsched/hint.h). On x86-64 the syscall is
+ * made here, not through libc's syscall(), which would add a call, its
+ * argument shuffle and a return to every yield inside a section. The
+ * kernel's sched_yield() always returns 0; a failure would still set errno
+ * and return -1, as libc's wrapper does.
+ */
+static __attribute__((always_inline)) inline int yield_declared_plain(void)
+{
+#if defined(__x86_64__)
+	register long rax __asm__("rax") = SYS_sched_yield;
+	register unsigned long rdi __asm__("rdi") = WS_HINT_YIELD_PLAIN_ARG;
+
+	__asm__ volatile("syscall" : "+r"(rax) : "r"(rdi) : "rcx", "r11", "memory");
+	if (__builtin_expect((unsigned long)rax > -4096UL, 0)) {
+		errno = (int)-rax;
+		return -1;
+	}
+	return (int)rax;
+#else
+	return (int)syscall(SYS_sched_yield, (unsigned long)WS_HINT_YIELD_PLAIN_ARG);
+#endif
+}
 
 REAL(int, sched_yield, void)
 EXPORT int sched_yield(void)
@@ -712,14 +727,14 @@ EXPORT int sched_yield(void)
 	 * a section, or with yield-to-all off, is plain whatever the slot
 	 * says: declaring it so (wsched/hint.h) spares the scheduler the
 	 * slot's lookup when nothing else waits for the CPU. sched_yield()
-	 * always succeeds, and a successful syscall() leaves errno alone. */
+	 * always succeeds, and a successful call leaves errno alone. */
 	if (__builtin_expect(hot_load() & HOT_PENDING, 0)) {
 		register_pending();
 		s = _ws_hint_self;
 	}
 	if (s && (__atomic_load_n(&s->cs_depth, __ATOMIC_RELAXED) ||
 		  (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & WS_HINT_FLAG_YIELD_PLAIN)))
-		return (int)syscall(SYS_sched_yield, (unsigned long)WS_HINT_YIELD_PLAIN_ARG);
+		return yield_declared_plain();
 	return get_sched_yield()();
 }
 
@@ -746,90 +761,86 @@ void omp_unset_nest_lock(void *l);
 REAL(void, GOMP_critical_start, void)
 INTERPOSE_VOID(GOMP_critical_start, (void), ())
 {
-	get_GOMP_critical_start()();
-	enter_if(FAM_OMP);
+	REAL_OF(GOMP_critical_start)();
+	enter_if(FAM_OMP, 0);
 }
 
 REAL(void, GOMP_critical_end, void)
 INTERPOSE_VOID(GOMP_critical_end, (void), ())
 {
-	get_GOMP_critical_end()();
+	REAL_OF(GOMP_critical_end)();
 	exit_if(FAM_OMP);
 }
 
 REAL(void, GOMP_critical_name_start, void **)
 INTERPOSE_VOID(GOMP_critical_name_start, (void **pptr), (pptr))
 {
-	get_GOMP_critical_name_start()(pptr);
-	enter_if(FAM_OMP);
+	REAL_OF(GOMP_critical_name_start)(pptr);
+	enter_if(FAM_OMP, 0);
 }
 
 REAL(void, GOMP_critical_name_end, void **)
 INTERPOSE_VOID(GOMP_critical_name_end, (void **pptr), (pptr))
 {
-	get_GOMP_critical_name_end()(pptr);
+	REAL_OF(GOMP_critical_name_end)(pptr);
 	exit_if(FAM_OMP);
 }
 
 REAL(void, GOMP_atomic_start, void)
 INTERPOSE_VOID(GOMP_atomic_start, (void), ())
 {
-	get_GOMP_atomic_start()();
-	enter_if(FAM_OMP);
+	REAL_OF(GOMP_atomic_start)();
+	enter_if(FAM_OMP, 0);
 }
 
 REAL(void, GOMP_atomic_end, void)
 INTERPOSE_VOID(GOMP_atomic_end, (void), ())
 {
-	get_GOMP_atomic_end()();
+	REAL_OF(GOMP_atomic_end)();
 	exit_if(FAM_OMP);
 }
 
 REAL(void, omp_set_lock, void *)
 INTERPOSE_VOID(omp_set_lock, (void *l), (l))
 {
-	get_omp_set_lock()(l);
-	enter_if(FAM_OMP);
+	REAL_OF(omp_set_lock)(l);
+	enter_if(FAM_OMP, 0);
 }
 
 REAL(int, omp_test_lock, void *)
 INTERPOSE(omp_test_lock, (void *l), (l))
 {
-	int rc = get_omp_test_lock()(l);
+	int rc = REAL_OF(omp_test_lock)(l);
 
-	if (rc)
-		enter_if(FAM_OMP);
-	return rc;
+	return rc ? enter_if(FAM_OMP, rc) : 0;
 }
 
 REAL(void, omp_unset_lock, void *)
 INTERPOSE_VOID(omp_unset_lock, (void *l), (l))
 {
-	get_omp_unset_lock()(l);
+	REAL_OF(omp_unset_lock)(l);
 	exit_if(FAM_OMP);
 }
 
 REAL(void, omp_set_nest_lock, void *)
 INTERPOSE_VOID(omp_set_nest_lock, (void *l), (l))
 {
-	get_omp_set_nest_lock()(l);
-	enter_if(FAM_OMP);
+	REAL_OF(omp_set_nest_lock)(l);
+	enter_if(FAM_OMP, 0);
 }
 
 REAL(int, omp_test_nest_lock, void *)
 INTERPOSE(omp_test_nest_lock, (void *l), (l))
 {
-	int rc = get_omp_test_nest_lock()(l);
+	int rc = REAL_OF(omp_test_nest_lock)(l);
 
-	if (rc)
-		enter_if(FAM_OMP);
-	return rc;
+	return rc ? enter_if(FAM_OMP, rc) : 0;
 }
 
 REAL(void, omp_unset_nest_lock, void *)
 INTERPOSE_VOID(omp_unset_nest_lock, (void *l), (l))
 {
-	get_omp_unset_nest_lock()(l);
+	REAL_OF(omp_unset_nest_lock)(l);
 	exit_if(FAM_OMP);
 }
 
