@@ -707,7 +707,7 @@ static __always_inline bool dispatch_queued_worker(s32 cpu, struct task_struct *
 	u32 tgid = prev->tgid, start, i, c = 0, pid = 0, n = 0;
 	void *slots;
 
-	if (!hints_live() || !nr_cpus)
+	if (!hints_live_for(prev) || !nr_cpus)
 		return false;
 	slots = hint_idle_thief_slots(prev);
 	if (!slots)

@@ -736,7 +736,8 @@ static int load_and_run(const struct opts *o, int nr_cpus, bool *restart)
 	t_load = now_s();
 	if (verbose)
 		print_verified(skel->obj);
-	hint_server_attach(hint_srv, bpf_map__fd(skel->maps.hint_procs), &skel->bss->hint_procs_live);
+	hint_server_attach(hint_srv, bpf_map__fd(skel->maps.hint_procs), &skel->bss->hint_procs_live,
+			   skel->bss->hint_tgid_buckets);
 	bpf_map__set_autoattach(skel->maps.wsched_ops, false);
 	link = bpf_map__attach_struct_ops(skel->maps.wsched_ops);
 	if (!link) {

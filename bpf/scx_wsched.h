@@ -17,6 +17,14 @@
 #define WSCHED_MAX_CPUS		512	/* power of two: indices are masked */
 #define WSCHED_MAX_LLCS		WSCHED_MAX_CPUS
 
+/*
+ * Buckets of the registered processes' tgids (tgid % WSCHED_TGID_BUCKETS,
+ * a power of two), counted by the loader in the BPF object's bss
+ * (hint_tgid_buckets) so that a task of an unregistered process skips the
+ * hint lookups (scx_wsched_hint.bpf.h).
+ */
+#define WSCHED_TGID_BUCKETS	4096
+
 /* Tunable ranges (the loader refuses values outside them). */
 #define WSCHED_SLICE_US_DFL	20000
 #define WSCHED_SLICE_US_MIN	100

@@ -16,6 +16,8 @@
  * This file owns every read of a slot, of a header and of hint_procs, and
  * the observe gate. scx_wsched.bpf.c reads none of them; it calls:
  * - hints_live(): is any process registered? (one load);
+ * - hints_live_for(p): may @p's process be? (two loads; false: certainly
+ *   not);
  * - hint_registered(p): is @p's process?
  * - hint_state(p): @p's state (WS_HINT_OTHER: no slot, or observing);
  * - wsched_hint_tick(p): first in ops.tick, the grace;
@@ -111,6 +113,27 @@ volatile u32 hint_procs_live;
 static __always_inline bool hints_live(void)
 {
 	return hint_procs_live != 0;
+}
+
+/*
+ * How many registered processes have a tgid in each bucket (tgid %
+ * WSCHED_TGID_BUCKETS), written by the loader (bss, mapped; never written
+ * here): it raises a bucket before it inserts the process's hint_procs
+ * entry and lowers it after the entry's deletion returned, so a process
+ * that has an entry is never behind a 0 (a bucket shared with one is only
+ * a lookup that finds nothing). A task whose bucket is 0 is not in a
+ * registered process: the per-task hint paths then return before their
+ * task storage and hint_procs lookups, which is what a task of an
+ * unregistered process would otherwise pay in every ops.yield, ops.tick
+ * and ops.stopping while any other process is registered. Racy like
+ * hint_procs_live, and as harmless.
+ */
+volatile u32 hint_tgid_buckets[WSCHED_TGID_BUCKETS];
+
+/* Is @p perhaps in a registered process? False means certainly not. */
+static __always_inline bool hints_live_for(struct task_struct *p)
+{
+	return hints_live() && hint_tgid_buckets[(u32)p->tgid & (WSCHED_TGID_BUCKETS - 1)];
 }
 
 /* The array one process maps; the loader creates one per process. */
@@ -304,7 +327,7 @@ static __always_inline struct ws_hint_slot *hint_slot(struct task_struct *p, str
 	u32 tgid = p->tgid;
 	void *slots;
 
-	if (!hints_live())
+	if (!hints_live_for(p))
 		return NULL;
 	slots = bpf_map_lookup_elem(&hint_procs, &tgid);
 	if (!slots)
@@ -327,7 +350,7 @@ static __always_inline void wsched_hint_tick(struct task_struct *p)
 	u64 count, switches;
 	u32 depth;
 
-	if (!hints_live())
+	if (!hints_live_for(p))
 		return;
 	hc = bpf_task_storage_get(&hint_ctxs, p, 0, 0);
 	if (hc)
@@ -402,7 +425,7 @@ static __always_inline u32 hint_state(struct task_struct *p)
 {
 	struct ws_hint_slot *s;
 
-	if (!hints_live())
+	if (!hints_live_for(p))
 		return WS_HINT_OTHER;
 	s = hint_slot_acting(p, bpf_task_storage_get(&hint_ctxs, p, 0, 0));
 	return s ? *(volatile u32 *)&s->state : WS_HINT_OTHER;
@@ -432,7 +455,7 @@ static __always_inline bool tid_is_idle_thief(void *slots, u32 tid)
  */
 
 /* The slot array of @p's process (hint_procs[p->tgid]), or NULL when it is
- * not registered. Not gated on hints_live(): hint_state() was. */
+ * not registered. Not gated on hints_live_for(): hint_state() was. */
 static __always_inline void *hint_proc_slots(struct task_struct *p)
 {
 	u32 tgid = p->tgid;
@@ -451,7 +474,7 @@ static __always_inline void *hint_idle_thief_slots(struct task_struct *p)
 /* Is @p a thief outside any section, through its own process's array? */
 static __always_inline bool hint_task_is_idle_thief(struct task_struct *p)
 {
-	return hints_live() && hint_idle_thief_slots(p);
+	return hints_live_for(p) && hint_idle_thief_slots(p);
 }
 
 /* Is the thread whose kernel pid is @pid, of @p's process (@slots), a thief
@@ -477,7 +500,7 @@ static __always_inline bool hint_task_is_worker_in(void *slots, struct task_stru
  */
 static __always_inline bool hint_registered(struct task_struct *p)
 {
-	return hints_live() && hint_proc_slots(p);
+	return hints_live_for(p) && hint_proc_slots(p);
 }
 
 /*
@@ -566,10 +589,10 @@ struct hint_yield {
 static __always_inline void wsched_hint_yield_lookup(struct task_struct *from,
 						     struct hint_yield *hy)
 {
-	hy->hc = hints_live() ? bpf_task_storage_get(&hint_ctxs, from, 0, 0) : NULL;
+	hy->hc = hints_live_for(from) ? bpf_task_storage_get(&hint_ctxs, from, 0, 0) : NULL;
 	hy->s = hint_slot(from, hy->hc);
 	hy->to_all = false;
-	if (!hy->s && hints_live())
+	if (!hy->s && hints_live_for(from))
 		hy->s = hint_take_announce(from, &hy->hc);
 }
 
@@ -655,7 +678,7 @@ static __always_inline bool wsched_hint_stopping(struct task_struct *p, bool run
 	/* A grace pending across the last process's exit stays in hc until
 	 * the next stop with the gate open; its slot is gone with the process
 	 * (hint_grace_end() then writes nothing). */
-	if (!hints_live())
+	if (!hints_live_for(p))
 		return false;
 	hc = bpf_task_storage_get(&hint_ctxs, p, 0, 0);
 	s = hint_slot(p, hc);

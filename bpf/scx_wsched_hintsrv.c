@@ -63,6 +63,7 @@
 #include <bpf/bpf.h>
 #include <wsched/hint.h>
 
+#include "scx_wsched.h"
 #include "scx_wsched_hintsrv.h"
 
 #ifndef SO_PEERPIDFD
@@ -103,6 +104,7 @@ struct hint_server {
 	int lfd;		/* the listening socket */
 	int outer_fd;		/* hint_procs of the loaded object, -1 while none */
 	volatile __u32 *live;	/* its hint_procs_live (bss), NULL while none */
+	volatile __u32 *buckets; /* its hint_tgid_buckets (bss), NULL while none */
 	char path[HINT_SOCK_PATH_SIZE];
 	const char *name;	/* its last component, in path */
 	int dfd;		/* its directory (O_PATH), while lfd is open */
@@ -483,6 +485,19 @@ static void hint_publish(struct hint_server *hs)
 		__atomic_store_n(hs->live, (__u32)hs->nr, __ATOMIC_RELEASE);
 }
 
+/*
+ * Count @tgid's entry in its bucket of hint_tgid_buckets (@d = 1) or stop
+ * counting it (-1): raised before the entry is inserted, lowered after its
+ * deletion returned (the syscalls in between order the stores), so the BPF
+ * side never finds a bucket at 0 while an entry of it is in hint_procs.
+ */
+static void hint_bucket(struct hint_server *hs, __u32 tgid, int d)
+{
+	if (hs->buckets)
+		__atomic_fetch_add(&hs->buckets[tgid & (WSCHED_TGID_BUCKETS - 1)], (__u32)d,
+				   __ATOMIC_RELAXED);
+}
+
 /* True if connection @i is gone: socket hangup or process exit. */
 static bool hint_conn_gone(struct hint_conn *c, short sock_ev, short pid_ev)
 {
@@ -525,6 +540,8 @@ static void hint_flush_dels(struct hint_server *hs)
 		done += n;
 		bpf_map_delete_elem(hs->outer_fd, &hs->dels[done++]);	/* ENOENT: fine */
 	}
+	for (done = 0; hs->outer_fd >= 0 && done < hs->nr_dels; done++)
+		hint_bucket(hs, hs->dels[done], -1);
 	hs->nr_dels = 0;
 }
 
@@ -569,7 +586,8 @@ static void hint_conn_close(struct hint_server *hs, int i)
  * open its gate. A restart takes a while, with no poll round: processes
  * that left meanwhile are let go first, so the new map never holds them
  * (their tgids are numbers that may be reused once they are reaped). */
-void hint_server_attach(struct hint_server *hs, int outer_fd, volatile __u32 *live)
+void hint_server_attach(struct hint_server *hs, int outer_fd, volatile __u32 *live,
+			volatile __u32 *buckets)
 {
 	int i = 0;
 
@@ -589,8 +607,11 @@ void hint_server_attach(struct hint_server *hs, int outer_fd, volatile __u32 *li
 	hs->nr_dels = 0;	/* the old map is gone, the new one is empty */
 	hs->outer_fd = outer_fd;
 	hs->live = live;
-	for (i = 0; i < hs->nr; i++)
+	hs->buckets = buckets;
+	for (i = 0; i < hs->nr; i++) {
+		hint_bucket(hs, hs->conns[i].tgid, 1);
 		bpf_map_update_elem(outer_fd, &hs->conns[i].tgid, &hs->conns[i].map_fd, BPF_ANY);
+	}
 	hint_publish(hs);
 }
 
@@ -601,6 +622,7 @@ void hint_server_detach(struct hint_server *hs)
 	hint_flush_dels(hs);
 	hs->outer_fd = -1;
 	hs->live = NULL;
+	hs->buckets = NULL;
 }
 
 static long long hint_now_ns(void)
@@ -829,6 +851,8 @@ static void hint_answer_some(struct hint_server *hs)
 	}
 	memmove(&hs->pend[0], &hs->pend[k], (hs->nr_pend - k) * sizeof(hs->pend[0]));
 	hs->nr_pend -= k;
+	for (i = 0; i < nb; i++)
+		hint_bucket(hs, keys[i], 1);
 	while (done < nb) {
 		__u32 n = nb - done;
 		int err = bpf_map_update_batch(hs->outer_fd, &keys[done], &fds[done], &n, NULL);
@@ -854,7 +878,9 @@ static void hint_answer_some(struct hint_server *hs)
 			reason = EAGAIN;
 		if (reason) {
 			if (in[i])
-				hint_del_later(hs, c->tgid);
+				hint_del_later(hs, c->tgid);	/* and its bucket */
+			else
+				hint_bucket(hs, c->tgid, -1);
 			hint_refuse_conn(hs, c, reason);
 			continue;
 		}

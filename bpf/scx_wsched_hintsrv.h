@@ -48,8 +48,9 @@ struct hint_server *hint_server_start(const char *path, long gid, int user_max,
 				      char *why, size_t why_len);
 
 /* A BPF object was loaded: @outer_fd is its hint_procs, @live its
- * hint_procs_live. */
-void hint_server_attach(struct hint_server *hs, int outer_fd, volatile __u32 *live);
+ * hint_procs_live, @buckets its hint_tgid_buckets (WSCHED_TGID_BUCKETS). */
+void hint_server_attach(struct hint_server *hs, int outer_fd, volatile __u32 *live,
+			volatile __u32 *buckets);
 
 /* The BPF object is about to go. */
 void hint_server_detach(struct hint_server *hs);

@@ -144,10 +144,10 @@ static bool wait_gone(pid_t tgid, double timeout)
 }
 
 /*
- * The u32 global @var of the loaded scheduler's .bss, found through the
- * map's BTF (its DATASEC), into *@out; -1 if any step fails.
+ * The global @var of the loaded scheduler's .bss, @size bytes, found
+ * through the map's BTF (its DATASEC), into @out; -1 if any step fails.
  */
-static int bss_u32(const char *var, __u32 *out)
+static int bss_read(const char *var, void *out, __u32 size)
 {
 	int fd = map_by_name("scx_wsch.bss"), rc = -1;
 	struct bpf_map_info info = {};
@@ -169,8 +169,8 @@ static int bss_u32(const char *var, __u32 *out)
 		const struct btf_type *v = btf__type_by_id(btf, vs->type);
 
 		if (v && !strcmp(btf__name_by_offset(btf, v->name_off), var) &&
-		    vs->size == sizeof(*out) && vs->offset + vs->size <= info.value_size) {
-			memcpy(out, buf + vs->offset, sizeof(*out));
+		    vs->size == size && vs->offset + vs->size <= info.value_size) {
+			memcpy(out, buf + vs->offset, size);
 			rc = 0;
 			break;
 		}
@@ -181,6 +181,41 @@ out:
 	if (fd >= 0)
 		close(fd);
 	return rc;
+}
+
+static int bss_u32(const char *var, __u32 *out)
+{
+	return bss_read(var, out, sizeof(*out));
+}
+
+static __u32 tgid_buckets[WSCHED_TGID_BUCKETS];
+
+/* Read hint_tgid_buckets into tgid_buckets[]; their sum, or ~0u. */
+static __u32 buckets_sum(void)
+{
+	__u32 i, sum = 0;
+
+	if (bss_read("hint_tgid_buckets", tgid_buckets, sizeof(tgid_buckets)))
+		return ~0u;
+	for (i = 0; i < WSCHED_TGID_BUCKETS; i++)
+		sum += tgid_buckets[i];
+	return sum;
+}
+
+/* Wait until the buckets of registered tgids sum to @want; the last sum. */
+static __u32 wait_buckets_sum(__u32 want, double timeout)
+{
+	double end = wt_now() + timeout;
+	__u32 v;
+
+	while ((v = buckets_sum()) != want && wt_now() < end)
+		wt_sleep(0.05);
+	return v;
+}
+
+static __u32 bucket_of(pid_t tgid)
+{
+	return tgid_buckets[(__u32)tgid & (WSCHED_TGID_BUCKETS - 1)];
 }
 
 /* Wait until the scheduler's hint_procs_live reads @want; its last value. */
@@ -368,6 +403,14 @@ TEST_F_TIMEOUT(hint, registration_many_threads_of_several_processes, 120)
 	/* The gate of every hint path in the scheduler follows the loader's
 	 * count of registered processes (checked again after they exit). */
 	EXPECT_EQ(NR_PROCS, wait_live(NR_PROCS, 5));
+	/* So does the per-task gate: the bucket of every registered tgid is
+	 * raised, once per process (back to 0 after they exit). */
+	EXPECT_EQ(NR_PROCS, wait_buckets_sum(NR_PROCS, 5));
+	for (p = 0; p < NR_PROCS; p++) {
+		pid_t k = kids[p];
+
+		EXPECT_LE(1, bucket_of(k)) TH_LOG("bucket of process %d at 0", k);
+	}
 	for (p = 0; p < NR_PROCS; p++) {
 		fd = slots_of(kids[p]);
 		ASSERT_LE(0, fd) TH_LOG("no hint_procs entry for process %d", kids[p]);
@@ -399,6 +442,7 @@ TEST_F_TIMEOUT(hint, registration_many_threads_of_several_processes, 120)
 		EXPECT_TRUE(wait_gone(kids[p], 5)) TH_LOG("entry of exited process %d stays", kids[p]);
 	}
 	EXPECT_EQ(0, wait_live(0, 5));
+	EXPECT_EQ(0, wait_buckets_sum(0, 5));
 }
 
 /* ------------------------------------------------ many threads */
@@ -968,13 +1012,15 @@ TEST_F_TIMEOUT(hint, process_gone_during_a_reload_is_not_reinserted, 180 + 2 * W
 	bool seen = false, enabled_seen = false;
 	double end, enabled_at = 0;
 	char path[128];
-	pid_t kid;
+	pid_t kid, stay;
 
 	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%ld/online", last);
 	if (access(path, W_OK))
 		SKIP(return, "CPU %ld cannot be offlined here", last);
 	kid = fork_registered();
 	ASSERT_LT(0, kid) TH_LOG("child could not register");
+	stay = fork_registered();
+	ASSERT_LT(0, stay) TH_LOG("second child could not register");
 	old_id = newest_map_id("hint_procs");
 	ASSERT_NE(0, old_id);
 	ASSERT_TRUE(map_has(old_id, kid));
@@ -1003,6 +1049,12 @@ TEST_F_TIMEOUT(hint, process_gone_during_a_reload_is_not_reinserted, 180 + 2 * W
 	EXPECT_NE(0, id) TH_LOG("the loader made no new table after CPU %ld went offline", last);
 	EXPECT_TRUE(enabled_seen) TH_LOG("not enabled again after the reload");
 	EXPECT_FALSE(seen) TH_LOG("the new table held the process that exited during the reload");
+	/* The new object counts the survivor's tgid, and only it. */
+	EXPECT_EQ(1, wait_buckets_sum(1, 5));
+	EXPECT_EQ(1, bucket_of(stay));
+	kill(stay, SIGKILL);
+	waitpid(stay, NULL, 0);
+	EXPECT_EQ(0, wait_buckets_sum(0, 5));
 	ASSERT_EQ(0, wt_write_str(path, "1"));
 	wt_sleep(0.5);
 	EXPECT_TRUE(wt_wait_state(true, WT_LOAD_WAIT)) TH_LOG("not reloaded after onlining CPU %ld",
