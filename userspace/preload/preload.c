@@ -412,8 +412,8 @@ static __attribute__((always_inline)) inline bool bypass(void)
  * INTERPOSE(name, (params), (args)) { body }: the exported int function
  * @name calls the real one when bypass() says so, else runs the body. The
  * body is a function of its own (marked_@name), and so is the first call's
- * lookup of the real function (first_@name, which then starts the call
- * again), so that the bypass needs no stack frame: a load and a jump to the
+ * lookup of the real function (first_@name, which then goes on as the
+ * wrapper does), so that the bypass needs no stack frame: a load and a jump to the
  * real function; and the body finds the real function resolved, so that it
  * needs no frame beyond the call's.
  * INTERPOSE_VOID: the same for a void function.
@@ -423,7 +423,7 @@ static __attribute__((always_inline)) inline bool bypass(void)
 	static __attribute__((noinline, cold)) int first_##name params		\
 	{									\
 		get_##name();							\
-		return name args;						\
+		return bypass() ? REAL_OF(name) args : marked_##name args;	\
 	}									\
 	EXPORT int name params							\
 	{									\
@@ -442,7 +442,10 @@ static __attribute__((always_inline)) inline bool bypass(void)
 	static __attribute__((noinline, cold)) void first_##name params	\
 	{									\
 		get_##name();							\
-		name args;							\
+		if (bypass())							\
+			REAL_OF(name) args;					\
+		else								\
+			marked_##name args;					\
 	}									\
 	EXPORT void name params							\
 	{									\
