@@ -467,7 +467,21 @@ static inline bool wt_shared_alive(void)
 	return wt_keep_call(&r, 10) == 1;
 }
 
-/* The value of "name":N in the last JSON line of @path, or -1. */
+/*
+ * Whether @line (from fgets()) is a whole JSON line. A loader writes each
+ * line with one write(), but a reader of a file being written can still
+ * see part of it: the page cache takes a write page by page, and the
+ * file's size moves past the first page's part before the rest is copied.
+ * Such a last line lacks its '\n' (and maybe the key asked for).
+ */
+static inline bool wt_json_whole(const char *line)
+{
+	size_t n = strlen(line);
+
+	return line[0] == '{' && n && line[n - 1] == '\n';
+}
+
+/* The value of "name":N in the last whole JSON line of @path, or -1. */
 static inline long long wt_json_last(const char *path, const char *name)
 {
 	char line[4096], last[4096] = "", key[128], *p;
@@ -476,7 +490,7 @@ static inline long long wt_json_last(const char *path, const char *name)
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		if (line[0] == '{')
+		if (wt_json_whole(line))
 			strcpy(last, line);
 	fclose(f);
 	snprintf(key, sizeof(key), "\"%s\":", name);
@@ -484,7 +498,7 @@ static inline long long wt_json_last(const char *path, const char *name)
 	return p ? strtoll(p + strlen(key), NULL, 10) : -1;
 }
 
-/* JSON lines in @path so far. */
+/* Whole JSON lines in @path so far. */
 static inline int wt_json_lines(const char *path)
 {
 	char line[4096];
@@ -494,7 +508,7 @@ static inline int wt_json_lines(const char *path)
 	if (!f)
 		return 0;
 	while (fgets(line, sizeof(line), f))
-		n += line[0] == '{';
+		n += wt_json_whole(line);
 	fclose(f);
 	return n;
 }
