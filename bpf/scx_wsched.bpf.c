@@ -34,7 +34,8 @@
  *   earliest task. A queued task thus waits at most about deque length x
  *   slice x weight ratio.
  * - Slice: --slice-us for every task; ops.tick cuts a running task's slice
- *   to --slice-min-us when others wait behind it, and kicks an idle thief.
+ *   to --slice-min-us when others wait behind it, arms a timer to end it
+ *   on time (slice_ends), and kicks an idle thief.
  * - Yield: see wsched_yield() (plain, yield-to-all, directed).
  *
  * Hints (Documentation/abi.md): a registered process's thread inside a
@@ -134,6 +135,7 @@ const volatile u64 min_slice_ns = WSCHED_SLICE_US_DFL * 1000ULL / 4;
 /* --wake-preempt-us: how long a task runs before a waking task earlier in
  * vtime may preempt it (0: never; wake_preempt()). */
 const volatile u64 wake_preempt_ns = WSCHED_WAKE_PREEMPT_US_DFL * 1000ULL;
+const volatile bool slice_end_timer = true;	/* not --no-slice-timer: slice_ends */
 const volatile u32 nr_cpus = 1;
 const volatile u32 nr_llcs = 1;
 /* The loader's reading of /sys/devices/system/cpu/smt/active (true when it
@@ -1008,7 +1010,109 @@ static int wake_cut_fire(void *map, int *key, struct wake_cut *wc)
 	return 0;
 }
 
-/* Set up every CPU's timer (ops.init). */
+/*
+ * The end of a slice on a crowded CPU, on time. The kernel ends a
+ * sched_ext task's slice at the first tick after it ran out (a tick is
+ * 1-10 ms), where EEVDF arms a timer for it (HRTICK). When ops.tick finds
+ * tasks waiting behind a run that has a slice left (cut to min_slice() by
+ * then), it arms this CPU's timer for the rest of that slice, once per
+ * run; the timer kicks the CPU (SCX_KICK_PREEMPT) if the same run is
+ * still on it and tasks still wait, as wake_cut_fire() does. So a task
+ * runs until the first tick that finds others waiting, then
+ * min_slice(), not up to a tick more. Armed from the tick only, never at
+ * a switch, and only by the last tick before the slice runs out (one
+ * tick period, tick_gap_ns, or less left): a run that ends before then (a
+ * pipe's or hackbench's) costs nothing, and a run on a crowded CPU that
+ * uses its slice costs one timer and the irq_works of its arming (with
+ * interrupts off) and kick. A registered process's run keeps its
+ * slice as ticks end it: its graced critical sections and its workers'
+ * runs are the hint rules' to decide (wsched_hint_tick()).
+ * The entries are struct wake_cut: the run is named the same way.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, WSCHED_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct wake_cut);
+} slice_ends SEC(".maps");
+
+/*
+ * The tick's period (1/HZ), learnt rather than configured (CONFIG_HZ is
+ * not readable everywhere): nanoseconds per jiffy over the first
+ * TICK_LEARN_JIFFIES jiffies that ops.tick sees go by; 0 until then
+ * (slice_end_arm() then arms at every tick it is called from). Not the
+ * gap between two ticks of a CPU: a tick that came late (an emulated
+ * CPU's, or one behind interrupts off) is followed by a short gap. The
+ * base is written by whichever CPU ticks first, without synchronisation:
+ * a torn pair gives a period outside [TICK_NS_MIN, TICK_NS_MAX], which
+ * starts over.
+ */
+#define TICK_LEARN_JIFFIES	64
+#define TICK_NS_MIN		(500 * 1000ULL)		/* HZ 2000 */
+#define TICK_NS_MAX		(20 * 1000 * 1000ULL)	/* HZ 50 */
+static u64 tick_gap_ns, tick_base_ns, tick_base_j;
+
+/* From ops.tick: learn the tick's period (tick_gap_ns), once. */
+static __always_inline void tick_gap_learn(void)
+{
+	u64 j, now, d, gap;
+
+	if (tick_gap_ns)
+		return;
+	j = bpf_jiffies64();
+	now = bpf_ktime_get_ns();
+	d = j - tick_base_j;
+	if (!tick_base_j || (s64)d < 0) {
+		tick_base_j = j;
+		tick_base_ns = now;
+		return;
+	}
+	if (d < TICK_LEARN_JIFFIES)
+		return;
+	gap = (now - tick_base_ns) / d;
+	if (gap >= TICK_NS_MIN && gap <= TICK_NS_MAX)
+		tick_gap_ns = gap;
+	else
+		tick_base_j = 0;
+}
+
+static int slice_end_fire(void *map, int *key, struct wake_cut *wc)
+{
+	u32 cpu = *key, pid = wc->pid;
+
+	wc->pid = 0;
+	if (cpu >= nr_cpus || !pid || cur_pid[cpu & CPU_MASK] != pid ||
+	    cur_sum[cpu & CPU_MASK] != wc->sum || !scx_bpf_dsq_nr_queued(cpu))
+		return 0;
+	scx_bpf_kick_cpu(cpu, WS_KICK_PREEMPT);
+	STAT_INC(nr_slice_end_kicks);
+	return 0;
+}
+
+/* From ops.tick, tasks waiting on @cpu's deque: end @p's run when its
+ * slice does (see slice_ends). */
+static __always_inline void slice_end_arm(s32 cpu, struct task_struct *p)
+{
+	u64 gap = tick_gap_ns;
+	u32 key = cpu;
+	struct wake_cut *se;
+
+	if (!slice_end_timer || !p->scx.slice || (gap && p->scx.slice >= gap) ||
+	    hint_registered(p))
+		return;
+	se = bpf_map_lookup_elem(&slice_ends, &key);
+	if (!se || cur_pid[cpu & CPU_MASK] != (u32)p->pid ||
+	    (se->pid == (u32)p->pid && se->sum == cur_sum[cpu & CPU_MASK]))
+		return;
+	se->pid = p->pid;
+	se->sum = cur_sum[cpu & CPU_MASK];
+	if (!bpf_timer_start(&se->timer, p->scx.slice, 0))
+		STAT_INC(nr_slice_ends);
+	else
+		se->pid = 0;
+}
+
+/* Set up every CPU's timers (ops.init). */
 static s32 wake_cut_init(void)
 {
 	struct wake_cut *wc;
@@ -1022,6 +1126,14 @@ static s32 wake_cut_init(void)
 		ret = bpf_timer_init(&wc->timer, &wake_cuts, CLOCK_MONOTONIC);
 		if (!ret)
 			ret = bpf_timer_set_callback(&wc->timer, wake_cut_fire);
+		if (ret)
+			return ret;
+		wc = bpf_map_lookup_elem(&slice_ends, &i);
+		if (!wc)
+			return -ENOENT;
+		ret = bpf_timer_init(&wc->timer, &slice_ends, CLOCK_MONOTONIC);
+		if (!ret)
+			ret = bpf_timer_set_callback(&wc->timer, slice_end_fire);
 		if (ret)
 			return ret;
 	}
@@ -1282,6 +1394,7 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
 	wsched_hint_tick(p);	/* a grace for a critical section, first */
 	if (cpu < 0 || (u32)cpu >= nr_cpus)
 		return;
+	tick_gap_learn();
 	waiting = scx_bpf_dsq_nr_queued(cpu);
 	if (waiting <= 0)
 		return;
@@ -1297,6 +1410,7 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
 		scx_bpf_task_set_slice(p, min_slice());
 		STAT_INC(nr_short_slices);
 	}
+	slice_end_arm(cpu, p);
 
 	/* Catch-all for a missed thief kick: wake one idle CPU to steal. */
 	if (unstealable[cpu & CPU_MASK] || !mask_test(cpu) ||

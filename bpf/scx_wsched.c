@@ -53,8 +53,8 @@ _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == WSCHED_NR_STATS,
 	       "stat_names[] out of sync with struct wsched_stats");
 
 static const char usage_fmt[] =
-"Usage: %s [--slice-us N] [--slice-min-us N] [--wake-preempt-us N]\n"
-"       [--grace-us N] [--group NAME]\n"
+"Usage: %s [--slice-us N] [--slice-min-us N] [--no-slice-timer]\n"
+"       [--wake-preempt-us N] [--grace-us N] [--group NAME]\n"
 "       [--hint-socket PATH] [--hint-user-max N]\n"
 "       [--no-hints | --hints-observe] [--stats SECONDS] [--json] [--verbose]\n"
 "       [--version] [--help]\n"
@@ -69,6 +69,8 @@ static const char usage_fmt[] =
 "  --slice-min-us N   the minimum slice, what the base slice is cut down to\n"
 "                     on a crowded CPU (%d..the base slice; default 1/4 of\n"
 "                     it, at least 100); equal to --slice-us: never cut\n"
+"  --no-slice-timer   end a slice on a crowded CPU at the tick after it ran\n"
+"                     out, not on time by a timer armed at the tick before\n"
 "  --wake-preempt-us N  how long a task runs before a task woken from an\n"
 "                     interrupt (a timer, a device) that is earlier in vtime\n"
 "                     may preempt it (0..%d, default %d; 0: never; a\n"
@@ -469,6 +471,7 @@ struct opts {
 	unsigned long slice_us;
 	unsigned long min_slice_us;
 	unsigned long wake_preempt_us;
+	bool slice_timer;		/* not --no-slice-timer */
 	unsigned long grace_us;
 	const char *hint_path;
 	long hint_gid;			/* --group, -1: root only */
@@ -484,6 +487,7 @@ static const struct option longopts[] = {
 	{ "slice-us",	required_argument,	NULL, 's' },
 	{ "slice-min-us", required_argument,	NULL, 'm' },
 	{ "wake-preempt-us", required_argument,	NULL, 'w' },
+	{ "no-slice-timer", no_argument,	NULL, 'T' },
 	{ "grace-us",	required_argument,	NULL, 'g' },
 	{ "group",	required_argument,	NULL, 'G' },
 	{ "hint-socket", required_argument,	NULL, 'P' },
@@ -521,13 +525,14 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		.slice_us = WSCHED_SLICE_US_DFL,
 		.min_slice_us = 0,	/* 0: the default, from slice_us */
 		.wake_preempt_us = WSCHED_WAKE_PREEMPT_US_DFL,
+		.slice_timer = true,
 		.grace_us = WSCHED_GRACE_US_DFL,
 		.hint_path = WS_HINT_SOCK_PATH,
 		.hint_gid = -1,
 		.hint_user_max = HINT_USER_MAX_DFL,
 		.hints = true,
 	};
-	while ((opt = getopt_long(argc, argv, "s:m:w:g:G:P:U:nOS:M:jvVh", longopts, &li)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:m:w:Tg:G:P:U:nOS:M:jvVh", longopts, &li)) != -1) {
 		switch (opt) {
 		case 's':
 			o->slice_us = parse_ulong("--slice-us", optarg, WSCHED_SLICE_US_MIN,
@@ -540,6 +545,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'w':
 			o->wake_preempt_us = parse_ulong("--wake-preempt-us", optarg, 0,
 							 WSCHED_SLICE_US_MAX);
+			break;
+		case 'T':
+			o->slice_timer = false;
 			break;
 		case 'g':
 			o->grace_us = parse_ulong("--grace-us", optarg, 0, WSCHED_GRACE_US_MAX);
@@ -653,6 +661,7 @@ static int configure(struct scx_wsched *skel, const struct opts *o, int nr_cpus)
 	skel->rodata->slice_ns = o->slice_us * 1000ULL;
 	skel->rodata->min_slice_ns = o->min_slice_us * 1000ULL;
 	skel->rodata->wake_preempt_ns = o->wake_preempt_us * 1000ULL;
+	skel->rodata->slice_end_timer = o->slice_timer;
 	skel->rodata->grace_ns = o->grace_us * 1000ULL;
 	skel->rodata->hint_observe = o->observe;
 	skel->rodata->nr_cpus = nr_cpus;

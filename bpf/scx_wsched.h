@@ -81,7 +81,9 @@
 	X(nr_wake_preempt)	/* a wakee earlier in vtime preempted the task its CPU ran */ \
 	X(nr_wake_cuts)		/* a run too young to preempt for a wakee got a timer to end at the bound */ \
 	X(nr_wake_cut_kicks)	/* ... which fired with that run still on its CPU and kicked it */ \
-	X(nr_yield_plain_kept)	/* a sched_yield() declared plain kept its CPU, no slot read */
+	X(nr_yield_plain_kept)	/* a sched_yield() declared plain kept its CPU, no slot read */ \
+	X(nr_slice_ends)	/* a run on a crowded CPU got a timer to end it when its slice does */ \
+	X(nr_slice_end_kicks)	/* ... which fired with that run still on its CPU and kicked it */
 
 struct wsched_stats {
 #define WSCHED_STAT_FIELD(name) __u64 name;

@@ -269,6 +269,39 @@ TEST_F_TIMEOUT(sched, slice_min_sets_the_crowded_slice, 60 + 3 * WT_LOAD_ALLOWAN
 }
 
 /*
+ * A slice cut on a crowded CPU ends on time (struct slice_ends): three
+ * hogs on CPU 2 with --slice-min-us 500 each run until the first tick that
+ * finds the others waiting and 0.5 ms more, where with --no-slice-timer
+ * the kernel ends the cut slice only at the tick after it ran out. At
+ * HZ=250 that is about 2.5 ms against 8 ms a run; at HZ=1000, 1.25 ms
+ * against 2. Asserted: at least 1.3x the preemptions with the timer, its
+ * kicks counted, and no timer armed without it.
+ */
+TEST_F_TIMEOUT(sched, slice_ends_on_time, 60 + 2 * WT_LOAD_ALLOWANCE)
+{
+	const char *timer[] = { "--slice-min-us", "500", "--stats", "1", "--json", NULL };
+	const char *tick[] = { "--slice-min-us", "500", "--no-slice-timer", "--stats", "1", "--json",
+			       NULL };
+	long long on, off, armed_on, kicks_on, armed_off;
+
+	on = crowded_preemptions(self, timer);
+	ASSERT_LE(0, on);
+	armed_on = wt_json_fresh(OUT_FILE, "nr_slice_ends", 10);
+	kicks_on = wt_json_fresh(OUT_FILE, "nr_slice_end_kicks", 10);
+	off = crowded_preemptions(self, tick);
+	ASSERT_LE(0, off);
+	armed_off = wt_json_fresh(OUT_FILE, "nr_slice_ends", 10);
+	TH_LOG("preemptions of 3 hogs on one CPU in 2 s: %lld with the slice timer (armed %lld, "
+	       "kicks %lld), %lld with --no-slice-timer (armed %lld)",
+	       on, armed_on, kicks_on, off, armed_off);
+	EXPECT_LE(off * 13 / 10, on);
+	EXPECT_LT(0, kicks_on);
+	EXPECT_LE(kicks_on, armed_on);
+	EXPECT_EQ(0, armed_off);
+	EXPECT_EQ(0, sched_ok());
+}
+
+/*
  * A SCHED_IDLE hog shares CPU 2 with a nice 0 hog: it gets a small share
  * but is not starved. A hog in a child cgroup on CPU 3 is scheduled like
  * any other (cgroup weights are ignored, cgroups must still work).
@@ -862,11 +895,16 @@ static long long irq_work_count(void)
 
 /* IRQ work done so far to preempt for a wakee: wake_preempt()'s kicks, and
  * for a run ended at the bound, the arming of its timer and its kick. */
+/* The IRQ work of preemptions so far: wakeup preemption's kicks, its
+ * timers' armings and kicks, and those of the timers that end a slice on
+ * time (from the last JSON line). */
 static long long wake_kicks(void)
 {
 	return wt_json_last(OUT_FILE, "nr_wake_preempt") +
 	       wt_json_last(OUT_FILE, "nr_wake_cuts") +
-	       wt_json_last(OUT_FILE, "nr_wake_cut_kicks");
+	       wt_json_last(OUT_FILE, "nr_wake_cut_kicks") +
+	       wt_json_last(OUT_FILE, "nr_slice_ends") +
+	       wt_json_last(OUT_FILE, "nr_slice_end_kicks");
 }
 
 /*
@@ -962,7 +1000,8 @@ static void pinned_wakeups(struct __test_metadata *_metadata, FIXTURE_DATA(sched
  * CPU 1 every 0.5 ms (pinned_wakeups()). The only IRQ work allowed is
  * that which preempts the hog for T (wakeup preemption, at most once per
  * --wake-preempt-us of the hog's run: a kick, or a timer's arming and
- * kick, each an irq_work). A kick for every wakeup would cost about one
+ * kick, each an irq_work; or the end of the hog's cut slice on time, once
+ * per run: a timer's arming and kick). A kick for every wakeup would cost about one
  * IRQ-work interrupt per wakeup besides those; fewer than one per four
  * wakeups pass.
  */
