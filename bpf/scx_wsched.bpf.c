@@ -997,16 +997,43 @@ struct {
 	__type(value, struct wake_cut);
 } wake_cuts SEC(".maps");
 
-static int wake_cut_fire(void *map, int *key, struct wake_cut *wc)
+/*
+ * A struct wake_cut's timer fired for @cpu: kick the CPU if the run it was
+ * armed for is still on it and its deque holds a task. Whether it kicked.
+ */
+static __always_inline bool run_cut_kick(u32 cpu, struct wake_cut *wc)
 {
-	u32 cpu = *key, pid = wc->pid;
+	u32 pid = wc->pid;
 
-	wc->pid = 0;		/* fired: the next wakee may arm it again */
+	wc->pid = 0;		/* fired: it may be armed again */
 	if (cpu >= nr_cpus || !pid || cur_pid[cpu & CPU_MASK] != pid ||
 	    cur_sum[cpu & CPU_MASK] != wc->sum || !scx_bpf_dsq_nr_queued(cpu))
-		return 0;
+		return false;
 	scx_bpf_kick_cpu(cpu, WS_KICK_PREEMPT);
-	STAT_INC(nr_wake_cut_kicks);
+	return true;
+}
+
+/*
+ * Arm @wc's timer to end @p's current run on @cpu in @left ns, unless it
+ * is armed for that run already. Whether it was armed now.
+ */
+static __always_inline bool run_cut_start(struct wake_cut *wc, s32 cpu, struct task_struct *p,
+					  u64 left)
+{
+	if (wc->pid == (u32)p->pid && wc->sum == cur_sum[cpu & CPU_MASK])
+		return false;
+	wc->pid = p->pid;
+	wc->sum = cur_sum[cpu & CPU_MASK];
+	if (!bpf_timer_start(&wc->timer, left, 0))
+		return true;
+	wc->pid = 0;
+	return false;
+}
+
+static int wake_cut_fire(void *map, int *key, struct wake_cut *wc)
+{
+	if (run_cut_kick(*key, wc))
+		STAT_INC(nr_wake_cut_kicks);
 	return 0;
 }
 
@@ -1078,14 +1105,8 @@ static __always_inline void tick_gap_learn(void)
 
 static int slice_end_fire(void *map, int *key, struct wake_cut *wc)
 {
-	u32 cpu = *key, pid = wc->pid;
-
-	wc->pid = 0;
-	if (cpu >= nr_cpus || !pid || cur_pid[cpu & CPU_MASK] != pid ||
-	    cur_sum[cpu & CPU_MASK] != wc->sum || !scx_bpf_dsq_nr_queued(cpu))
-		return 0;
-	scx_bpf_kick_cpu(cpu, WS_KICK_PREEMPT);
-	STAT_INC(nr_slice_end_kicks);
+	if (run_cut_kick(*key, wc))
+		STAT_INC(nr_slice_end_kicks);
 	return 0;
 }
 
@@ -1101,39 +1122,36 @@ static __always_inline void slice_end_arm(s32 cpu, struct task_struct *p)
 	    hint_registered(p))
 		return;
 	se = bpf_map_lookup_elem(&slice_ends, &key);
-	if (!se || cur_pid[cpu & CPU_MASK] != (u32)p->pid ||
-	    (se->pid == (u32)p->pid && se->sum == cur_sum[cpu & CPU_MASK]))
-		return;
-	se->pid = p->pid;
-	se->sum = cur_sum[cpu & CPU_MASK];
-	if (!bpf_timer_start(&se->timer, p->scx.slice, 0))
+	if (se && cur_pid[cpu & CPU_MASK] == (u32)p->pid &&
+	    run_cut_start(se, cpu, p, p->scx.slice))
 		STAT_INC(nr_slice_ends);
-	else
-		se->pid = 0;
 }
+
+/* Set up entry @i's timer of the struct wake_cut map @map, to call @fire;
+ * 0 or an error. A macro: the map and the callback must be constants to
+ * the verifier. */
+#define RUN_CUT_SETUP(map, i, fire) ({						\
+	struct wake_cut *__wc = bpf_map_lookup_elem(&(map), &(i));		\
+	s32 __ret = -ENOENT;							\
+										\
+	if (__wc) {								\
+		__ret = bpf_timer_init(&__wc->timer, &(map), CLOCK_MONOTONIC);	\
+		if (!__ret)							\
+			__ret = bpf_timer_set_callback(&__wc->timer, fire);	\
+	}									\
+	__ret;									\
+})
 
 /* Set up every CPU's timers (ops.init). */
 static s32 wake_cut_init(void)
 {
-	struct wake_cut *wc;
 	u32 i;
 	s32 ret;
 
 	bpf_for(i, 0, nr_cpus) {
-		wc = bpf_map_lookup_elem(&wake_cuts, &i);
-		if (!wc)
-			return -ENOENT;
-		ret = bpf_timer_init(&wc->timer, &wake_cuts, CLOCK_MONOTONIC);
+		ret = RUN_CUT_SETUP(wake_cuts, i, wake_cut_fire);
 		if (!ret)
-			ret = bpf_timer_set_callback(&wc->timer, wake_cut_fire);
-		if (ret)
-			return ret;
-		wc = bpf_map_lookup_elem(&slice_ends, &i);
-		if (!wc)
-			return -ENOENT;
-		ret = bpf_timer_init(&wc->timer, &slice_ends, CLOCK_MONOTONIC);
-		if (!ret)
-			ret = bpf_timer_set_callback(&wc->timer, slice_end_fire);
+			ret = RUN_CUT_SETUP(slice_ends, i, slice_end_fire);
 		if (ret)
 			return ret;
 	}
@@ -1146,14 +1164,8 @@ static __always_inline void wake_cut_arm(s32 cpu, struct task_struct *curr, u64 
 	u32 key = cpu;
 	struct wake_cut *wc = bpf_map_lookup_elem(&wake_cuts, &key);
 
-	if (!wc || (wc->pid == (u32)curr->pid && wc->sum == cur_sum[cpu & CPU_MASK]))
-		return;
-	wc->pid = curr->pid;
-	wc->sum = cur_sum[cpu & CPU_MASK];
-	if (!bpf_timer_start(&wc->timer, left, 0))
+	if (wc && run_cut_start(wc, cpu, curr, left))
 		STAT_INC(nr_wake_cuts);
-	else
-		wc->pid = 0;
 }
 
 /*
