@@ -866,6 +866,14 @@ static void hint_answer_some(struct hint_server *hs)
 		in[done] = !bpf_map_update_elem(hs->outer_fd, &keys[done], &fds[done], BPF_ANY);
 		done++;
 	}
+	/* Open the gate before any of them learns it is registered: a
+	 * thread that acts on its array at once (an announcement of a slot
+	 * outside its probe window is read only by the yields it makes then)
+	 * must find the scheduler looking, not wait for the hint_publish()
+	 * below, which comes after every send and a flush of deletions (an
+	 * RCU grace period). That one sets the exact count. */
+	if (hs->live && nb)
+		__atomic_store_n(hs->live, (__u32)(hs->nr + nb), __ATOMIC_RELEASE);
 	/* Alive when checked at the accept and still now: the number was
 	 * its own all along, so the entry never described another process. */
 	for (i = 0; i < nb; i++) {
