@@ -1040,16 +1040,15 @@ static int wake_cut_fire(void *map, int *key, struct wake_cut *wc)
 /*
  * The end of a slice on a crowded CPU, on time. The kernel ends a
  * sched_ext task's slice at the first tick after it ran out (a tick is
- * 1-10 ms), where EEVDF arms a timer for it (HRTICK). When ops.tick finds
- * tasks waiting behind a run that has a slice left (cut to min_slice() by
- * then), it arms this CPU's timer for the rest of that slice, once per
- * run; the timer kicks the CPU (SCX_KICK_PREEMPT) if the same run is
- * still on it and tasks still wait, as wake_cut_fire() does. So a task
- * runs until the first tick that finds others waiting, then
- * min_slice(), not up to a tick more. Armed from the tick only, never at
- * a switch, and only by the last tick before the slice runs out (one
- * tick period, tick_gap_ns, or less left): a run that ends before then (a
- * pipe's or hackbench's) costs nothing, and a run on a crowded CPU that
+ * 1-10 ms), where EEVDF arms a timer for it (HRTICK). When the last tick
+ * before a slice runs out (one tick period, tick_gap_ns, or less left;
+ * the slice cut to min_slice() by then) finds tasks waiting behind the
+ * run, it arms this CPU's timer for the rest of that slice, once per run;
+ * the timer kicks the CPU (SCX_KICK_PREEMPT) if the same run is still on
+ * it and tasks still wait, as wake_cut_fire() does. So a task runs until
+ * the first tick that finds others waiting, then min_slice(), not up to a
+ * tick more. Armed from a tick only, never at a switch: a run that ends
+ * before its last tick (a pipe's or hackbench's) costs nothing, and a run on a crowded CPU that
  * uses its slice costs one timer and the irq_works of its arming (with
  * interrupts off) and kick. A registered process's run keeps its
  * slice as ticks end it: its graced critical sections and its workers'

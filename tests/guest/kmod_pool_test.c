@@ -336,10 +336,9 @@ static void scx_run(struct __test_metadata *_metadata, bool module, struct ws_wo
 }
 
 /*
- * How many directed yields a fib(30) run makes is a matter of timing (1
- * to 6 in a run of `make check`, and a run whose workers hardly idle
- * makes 1 or 2), and one whose target already runs or sleeps hands
- * nothing over: each case runs up to SCX_RUNS times until what it asserts
+ * How many directed yields a fib(30) run makes is a matter of timing (a
+ * few; one or two in a run whose workers hardly idle), and one whose
+ * target already runs or sleeps hands nothing over: each case runs up to SCX_RUNS times until what it asserts
  * happened at least once, every run checked for what must hold in each.
  */
 #define SCX_RUNS	3

@@ -893,8 +893,6 @@ static long long irq_work_count(void)
 	return sum;
 }
 
-/* IRQ work done so far to preempt for a wakee: wake_preempt()'s kicks, and
- * for a run ended at the bound, the arming of its timer and its kick. */
 /* The IRQ work of preemptions so far: wakeup preemption's kicks, its
  * timers' armings and kicks, and those of the timers that end a slice on
  * time (from the last JSON line). */
@@ -1001,9 +999,9 @@ static void pinned_wakeups(struct __test_metadata *_metadata, FIXTURE_DATA(sched
  * that which preempts the hog for T (wakeup preemption, at most once per
  * --wake-preempt-us of the hog's run: a kick, or a timer's arming and
  * kick, each an irq_work; or the end of the hog's cut slice on time, once
- * per run: a timer's arming and kick). A kick for every wakeup would cost about one
- * IRQ-work interrupt per wakeup besides those; fewer than one per four
- * wakeups pass.
+ * per run: a timer's arming and kick). A kick for every wakeup would cost
+ * about one IRQ-work interrupt per wakeup besides those; fewer than one
+ * per four wakeups pass.
  */
 TEST_F_TIMEOUT(sched, busy_owner_not_kicked, 60)
 {
