@@ -34,8 +34,9 @@
  *   earliest task. A queued task thus waits at most about deque length x
  *   slice x weight ratio.
  * - Slice: --slice-us for every task; ops.tick cuts a running task's slice
- *   to --slice-min-us when others wait behind it, arms a timer to end it
- *   on time (slice_ends), and kicks an idle thief.
+ *   to --slice-min-us when others wait behind it (to --slice-lat-us near a
+ *   task woken from an interrupt, lat_cut()), arms a timer to end it on
+ *   time (slice_ends), and kicks an idle thief.
  * - Yield: see wsched_yield() (plain, yield-to-all, directed).
  *
  * Hints (Documentation/abi.md): a registered process's thread inside a
@@ -129,12 +130,17 @@ char _license[] SEC("license") = "GPL";
 #define WS_IRQ_COUNT_MASK	(0x00f00000U | 0x000f0000U | 0x00000100U)
 #define WS_IRQ_COUNT_MASK_WIDE	(0x10000000U | 0x0f000000U | 0x00000100U)
 
+#define WS_PF_KTHREAD		0x00200000	/* task_struct.flags: PF_KTHREAD (linux/sched.h) */
+
 /* Tunables and topology, written by the loader before load. */
 const volatile u64 slice_ns = WSCHED_SLICE_US_DFL * 1000ULL;
 const volatile u64 min_slice_ns = WSCHED_SLICE_US_DFL * 1000ULL / 4;
 /* --wake-preempt-us: how long a task runs before a waking task earlier in
  * vtime may preempt it (0: never; wake_preempt()). */
 const volatile u64 wake_preempt_ns = WSCHED_WAKE_PREEMPT_US_DFL * 1000ULL;
+/* --slice-lat-us: what a crowded CPU cuts slices down to while a task woken
+ * from an interrupt was queued there lately (lat_cut()); min_slice(): none. */
+const volatile u64 lat_slice_ns = WSCHED_SLICE_LAT_US_DFL * 1000ULL;
 const volatile bool slice_end_timer = true;	/* not --no-slice-timer: slice_ends */
 const volatile u32 nr_cpus = 1;
 const volatile u32 nr_llcs = 1;
@@ -218,6 +224,12 @@ static u32 cur_pid[WSCHED_MAX_CPUS];
 static u32 cur_tgid[WSCHED_MAX_CPUS];
 static u64 cur_start[WSCHED_MAX_CPUS];	/* scx_bpf_now() when it started, while hints are live */
 static u64 cur_sum[WSCHED_MAX_CPUS];	/* its se.sum_exec_runtime then */
+/* When ops.enqueue last queued a user task woken from an interrupt on each
+ * CPU's deque (bpf_ktime_get_ns(), 0: never; lat_wake_note()). Written by
+ * whichever CPU enqueues, read by the owner's tick without synchronisation:
+ * a stale or torn value only starts or ends the shorter cut a base slice
+ * early or late. */
+static u64 lat_wake_at[WSCHED_MAX_CPUS];
 
 /*
  * The CPU whose runqueue holds @p: task_cpu(p), read directly where the
@@ -1266,6 +1278,44 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
 	STAT_INC(nr_wake_preempt);
 }
 
+/*
+ * Slices near a task that waits for time. A user task woken from an
+ * interrupt (a timer's expiry, a device: woken_in_irq()) queued on @cpu's
+ * deque marks the CPU for a base slice (lat_wake_note()); while marked, a
+ * crowded CPU cuts the slices of the tasks it runs to lat_slice_ns instead
+ * of min_slice() (lat_cut(), from ops.tick). Such a task preempts the
+ * running one when it is earlier in vtime (wake_preempt()); when it is not
+ * (it has had more than its share lately, or others lag further), it
+ * waits for the runs of those before it, and these are now short. Loads
+ * whose tasks wake one another (pipes, sockets, futexes: hackbench, a
+ * build) keep the longer cut and their throughput; kernel threads woken by
+ * timers (kworkers, RCU) do not mark a CPU, or nearly every CPU would be
+ * marked. A fork/join worker or any thread of a registered process keeps
+ * min_slice(): its slices are the hint rules'.
+ * Why it cannot be gamed: it only shortens the runs of every task on the
+ * CPU, the marking task's too; shares still follow vtime. A process that
+ * arms timers to mark a CPU costs that CPU's other tasks at most one more
+ * switch per lat_slice_ns of their run, fewer than its timer wakeups could
+ * already cost them by preempting (one per wake_preempt_ns of run).
+ */
+static __always_inline void lat_wake_note(struct task_struct *p, s32 cpu)
+{
+	if (lat_slice_ns >= min_slice() || (p->flags & WS_PF_KTHREAD) || !woken_in_irq())
+		return;
+	lat_wake_at[cpu & CPU_MASK] = bpf_ktime_get_ns();
+}
+
+/* The slice ops.tick cuts @p's to on @cpu, whose deque holds tasks. */
+static __always_inline u64 lat_cut(struct task_struct *p, s32 cpu)
+{
+	u64 at = lat_wake_at[cpu & CPU_MASK];
+
+	if (lat_slice_ns >= min_slice() || !at ||
+	    (s64)(bpf_ktime_get_ns() - at) >= (s64)slice_ns || hint_registered(p))
+		return min_slice();
+	return lat_slice_ns;
+}
+
 void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	s32 cpu = task_cpu_of(p), waiting;
@@ -1288,8 +1338,10 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 	here = cpu == bpf_get_smp_processor_id();
 	if (wakeup || !here)
 		rq = enqueue_rq(cpu);
-	if (wakeup)
+	if (wakeup) {
 		wake_credit(p, cpu, rq);
+		lat_wake_note(p, cpu);
+	}
 	vtime = vtime_floor(p->scx.dsq_vtime);
 	waiting = scx_bpf_dsq_nr_queued(cpu);
 	state = hint_state(p);
@@ -1401,6 +1453,7 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
 {
 	const struct cpumask *online;
 	s32 cpu = task_cpu_of(p), waiting, thief;
+	u64 cut;
 
 	wsched_hint_tick(p);	/* a grace for a critical section, first */
 	if (cpu < 0 || (u32)cpu >= nr_cpus)
@@ -1414,12 +1467,15 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
 	 * Overloaded: let the waiting tasks in sooner. The slice is cut
 	 * here, not when the task is queued: a task dispatched from a
 	 * crowded deque keeps the full slice until the next tick finds
-	 * others waiting, then runs at most min_slice() more (the tick
-	 * that ends it comes after that).
+	 * others waiting, then runs at most min_slice() more, or
+	 * lat_slice_ns near a task woken from an interrupt (lat_cut()).
 	 */
-	if (p->scx.slice > min_slice()) {
-		scx_bpf_task_set_slice(p, min_slice());
+	cut = lat_cut(p, cpu);
+	if (p->scx.slice > cut) {
+		scx_bpf_task_set_slice(p, cut);
 		STAT_INC(nr_short_slices);
+		if (cut < min_slice())
+			STAT_INC(nr_lat_slices);
 	}
 	slice_end_arm(cpu, p);
 

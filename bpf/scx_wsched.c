@@ -53,7 +53,7 @@ _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == WSCHED_NR_STATS,
 	       "stat_names[] out of sync with struct wsched_stats");
 
 static const char usage_fmt[] =
-"Usage: %s [--slice-us N] [--slice-min-us N] [--no-slice-timer]\n"
+"Usage: %s [--slice-us N] [--slice-min-us N] [--slice-lat-us N] [--no-slice-timer]\n"
 "       [--wake-preempt-us N] [--grace-us N] [--group NAME]\n"
 "       [--hint-socket PATH] [--hint-user-max N]\n"
 "       [--no-hints | --hints-observe] [--stats SECONDS] [--json] [--verbose]\n"
@@ -69,6 +69,12 @@ static const char usage_fmt[] =
 "  --slice-min-us N   the minimum slice, what the base slice is cut down to\n"
 "                     on a crowded CPU (%d..the base slice; default 1/4 of\n"
 "                     it, at least 100); equal to --slice-us: never cut\n"
+"  --slice-lat-us N   what a crowded CPU cuts slices down to instead while\n"
+"                     a task woken from an interrupt (a timer, a device) was\n"
+"                     queued there within the last base slice (%d..the\n"
+"                     minimum slice; default 1000, or the minimum slice if\n"
+"                     that is less or is the base slice; equal to the\n"
+"                     minimum slice: no such cut)\n"
 "  --no-slice-timer   end a slice on a crowded CPU at the tick after it ran\n"
 "                     out, not on time by a timer armed at the tick before\n"
 "  --wake-preempt-us N  how long a task runs before a task woken from an\n"
@@ -470,6 +476,7 @@ static int monitor(unsigned long secs, bool json, const char *scx_sysfs)
 struct opts {
 	unsigned long slice_us;
 	unsigned long min_slice_us;
+	unsigned long lat_slice_us;
 	unsigned long wake_preempt_us;
 	bool slice_timer;		/* not --no-slice-timer */
 	unsigned long grace_us;
@@ -486,6 +493,7 @@ struct opts {
 static const struct option longopts[] = {
 	{ "slice-us",	required_argument,	NULL, 's' },
 	{ "slice-min-us", required_argument,	NULL, 'm' },
+	{ "slice-lat-us", required_argument,	NULL, 'L' },
 	{ "wake-preempt-us", required_argument,	NULL, 'w' },
 	{ "no-slice-timer", no_argument,	NULL, 'T' },
 	{ "grace-us",	required_argument,	NULL, 'g' },
@@ -506,7 +514,8 @@ static const struct option longopts[] = {
 static void print_usage(void)
 {
 	printf(usage_fmt, prog, prog, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX, WSCHED_SLICE_US_DFL,
-	       WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX, WSCHED_WAKE_PREEMPT_US_DFL,
+	       WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX,
+	       WSCHED_WAKE_PREEMPT_US_DFL,
 	       WSCHED_GRACE_US_MAX, WSCHED_GRACE_US_DFL, WS_HINT_SOCK_PATH,
 	       (int)WS_HINT_MAX_PROCS, HINT_USER_MAX_DFL);
 }
@@ -524,6 +533,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	*o = (struct opts){
 		.slice_us = WSCHED_SLICE_US_DFL,
 		.min_slice_us = 0,	/* 0: the default, from slice_us */
+		.lat_slice_us = 0,	/* 0: the default, from min_slice_us */
 		.wake_preempt_us = WSCHED_WAKE_PREEMPT_US_DFL,
 		.slice_timer = true,
 		.grace_us = WSCHED_GRACE_US_DFL,
@@ -532,7 +542,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		.hint_user_max = HINT_USER_MAX_DFL,
 		.hints = true,
 	};
-	while ((opt = getopt_long(argc, argv, "s:m:w:Tg:G:P:U:nOS:M:jvVh", longopts, &li)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:m:L:w:Tg:G:P:U:nOS:M:jvVh", longopts, &li)) != -1) {
 		switch (opt) {
 		case 's':
 			o->slice_us = parse_ulong("--slice-us", optarg, WSCHED_SLICE_US_MIN,
@@ -540,6 +550,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'm':
 			o->min_slice_us = parse_ulong("--slice-min-us", optarg, WSCHED_SLICE_US_MIN,
+						      WSCHED_SLICE_US_MAX);
+			break;
+		case 'L':
+			o->lat_slice_us = parse_ulong("--slice-lat-us", optarg, WSCHED_SLICE_US_MIN,
 						      WSCHED_SLICE_US_MAX);
 			break;
 		case 'w':
@@ -617,6 +631,17 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	if (!o->min_slice_us)	/* 1/4 of the base, not below 100 us (the base is not) */
 		o->min_slice_us = o->slice_us / 4 > WSCHED_SLICE_US_MIN ? o->slice_us / 4 :
 									  WSCHED_SLICE_US_MIN;
+	if (o->lat_slice_us > o->min_slice_us) {
+		fprintf(stderr, "%s: --slice-lat-us must be at most the minimum slice (--slice-min-us %lu), not %lu\n",
+			prog, o->min_slice_us, o->lat_slice_us);
+		return EX_USAGE;
+	}
+	/* Default: 1 ms, or the minimum slice if less; none where the
+	 * minimum slice is the base slice (never cut). */
+	if (!o->lat_slice_us)
+		o->lat_slice_us = o->min_slice_us < WSCHED_SLICE_LAT_US_DFL ||
+				  o->min_slice_us == o->slice_us ? o->min_slice_us :
+								   WSCHED_SLICE_LAT_US_DFL;
 	if (o->observe && !o->hints)
 		die_usage("--hints-observe excludes %s: it needs the hint socket", "--no-hints");
 	return -1;
@@ -660,6 +685,7 @@ static int configure(struct scx_wsched *skel, const struct opts *o, int nr_cpus)
 	/* No SCX_ENUM_INIT(): the BPF side relocates its enums (CO-RE). */
 	skel->rodata->slice_ns = o->slice_us * 1000ULL;
 	skel->rodata->min_slice_ns = o->min_slice_us * 1000ULL;
+	skel->rodata->lat_slice_ns = o->lat_slice_us * 1000ULL;
 	skel->rodata->wake_preempt_ns = o->wake_preempt_us * 1000ULL;
 	skel->rodata->slice_end_timer = o->slice_timer;
 	skel->rodata->grace_ns = o->grace_us * 1000ULL;

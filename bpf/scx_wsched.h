@@ -29,6 +29,7 @@
 #define WSCHED_SLICE_US_DFL	20000
 #define WSCHED_SLICE_US_MIN	100
 #define WSCHED_SLICE_US_MAX	100000
+#define WSCHED_SLICE_LAT_US_DFL	1000	/* --slice-lat-us, unless the minimum slice is less */
 #define WSCHED_WAKE_PREEMPT_US_DFL	100
 #define WSCHED_GRACE_US_DFL	1000	/* --grace-us; 0 disables the grace */
 #define WSCHED_GRACE_US_MAX	4000
@@ -83,7 +84,8 @@
 	X(nr_wake_cut_kicks)	/* ... which fired with that run still on its CPU and kicked it */ \
 	X(nr_yield_plain_kept)	/* a sched_yield() declared plain kept its CPU, no slot read */ \
 	X(nr_slice_ends)	/* a run on a crowded CPU got a timer to end it when its slice does */ \
-	X(nr_slice_end_kicks)	/* ... which fired with that run still on its CPU and kicked it */
+	X(nr_slice_end_kicks)	/* ... which fired with that run still on its CPU and kicked it */ \
+	X(nr_lat_slices)	/* slices cut to --slice-lat-us: a task woken from an interrupt was queued */
 
 struct wsched_stats {
 #define WSCHED_STAT_FIELD(name) __u64 name;

@@ -219,6 +219,9 @@ TEST_F(load, bad_args_fail)
 		{ "--slice-min-us", "99", NULL },
 		{ "--slice-min-us", "20001", NULL },		/* above the default base */
 		{ "--slice-min-us", "2000", "--slice-us", "1000", NULL },
+		{ "--slice-lat-us", "99", NULL },
+		{ "--slice-lat-us", "5001", NULL },		/* above the default minimum */
+		{ "--slice-lat-us", "2000", "--slice-min-us", "1000", NULL },
 		{ "--stats", "0", NULL },
 		{ "--stats", "-1", NULL },
 		{ "--stats", "3601", NULL },

@@ -210,11 +210,42 @@ static long long ctxt_switches(pid_t pid, const char *kind)
 	return n;
 }
 
+static long long ts_ns(const struct timespec *t)
+{
+	return t->tv_sec * 1000000000LL + t->tv_nsec;
+}
+
+/* A child on @cpus that sleeps to absolute deadlines @period_ns apart and
+ * does nothing else, until killed; its pid or -1. */
+static pid_t periodic_sleeper(const cpu_set_t *cpus, long long period_ns)
+{
+	struct timespec next;
+	long long deadline;
+	pid_t pid = fork();
+
+	if (pid)
+		return pid;
+	if (sched_setaffinity(0, sizeof(*cpus), cpus))
+		_exit(1);
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	deadline = ts_ns(&next);
+	for (;;) {
+		deadline += period_ns;
+		next.tv_sec = deadline / 1000000000LL;
+		next.tv_nsec = deadline % 1000000000LL;
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+	}
+}
+
 /* Preemptions of three hogs sharing CPU 2 during 2 s under the loader
- * started with @args (the fixture's loader is replaced); -1 on failure. */
-static long long crowded_preemptions(FIXTURE_DATA(sched) *self, const char *const *args)
+ * started with @args (the fixture's loader is replaced), beside a thread
+ * sleeping to @period_ns deadlines on CPU 2 unless @period_ns is 0; -1 on
+ * failure. */
+static long long crowded_preemptions_beside(FIXTURE_DATA(sched) *self, const char *const *args,
+					    long long period_ns)
 {
 	long long a[3], b[3], sum = 0;
+	pid_t sleeper = 0;
 	cpu_set_t cpu2;
 	int i;
 
@@ -226,6 +257,8 @@ static long long crowded_preemptions(FIXTURE_DATA(sched) *self, const char *cons
 	for (i = 0; i < 3; i++)
 		if (wt_hog_start(&self->hogs, 0, &cpu2) < 0)
 			return -1;
+	if (period_ns && (sleeper = periodic_sleeper(&cpu2, period_ns)) < 0)
+		return -1;
 	wt_sleep(0.5);
 	for (i = 0; i < 3; i++)
 		a[i] = ctxt_switches(self->hogs.pid[i], "nonvoluntary");
@@ -236,8 +269,17 @@ static long long crowded_preemptions(FIXTURE_DATA(sched) *self, const char *cons
 			return -1;
 		sum += b[i] - a[i];
 	}
+	if (sleeper > 0) {
+		kill(sleeper, SIGKILL);
+		waitpid(sleeper, NULL, 0);
+	}
 	wt_hogs_stop(&self->hogs);
 	return sum;
+}
+
+static long long crowded_preemptions(FIXTURE_DATA(sched) *self, const char *const *args)
+{
+	return crowded_preemptions_beside(self, args, 0);
 }
 
 /*
@@ -298,6 +340,38 @@ TEST_F_TIMEOUT(sched, slice_ends_on_time, 60 + 2 * WT_LOAD_ALLOWANCE)
 	EXPECT_LT(0, kicks_on);
 	EXPECT_LE(kicks_on, armed_on);
 	EXPECT_EQ(0, armed_off);
+	EXPECT_EQ(0, sched_ok());
+}
+
+/*
+ * Near a task woken from an interrupt, a crowded CPU cuts slices shorter
+ * (--slice-lat-us, lat_cut()): three hogs on CPU 2 beside a thread there
+ * that sleeps to 15 ms deadlines (each timer expiry marks the CPU for a
+ * base slice, 20 ms: it stays marked) are cut to 1 ms by default, to the
+ * 5 ms minimum slice with --slice-lat-us 5000 (no such cut). With the
+ * slice timer a run lasts until the first tick that finds others waiting
+ * and the cut slice more: about 3 ms against 7 at HZ=250, the thread's
+ * own preemptions aside. Asserted: at least 1.3x the preemptions, the
+ * cuts counted (nr_lat_slices), none without.
+ */
+TEST_F_TIMEOUT(sched, slices_short_near_a_timer_wakee, 60 + 2 * WT_LOAD_ALLOWANCE)
+{
+	const char *lat[] = { "--stats", "1", "--json", NULL };
+	const char *off_args[] = { "--slice-lat-us", "5000", "--stats", "1", "--json", NULL };
+	long long on, off, cuts_on, cuts_off;
+
+	on = crowded_preemptions_beside(self, lat, 15000000LL);
+	ASSERT_LE(0, on);
+	cuts_on = wt_json_fresh(OUT_FILE, "nr_lat_slices", 10);
+	off = crowded_preemptions_beside(self, off_args, 15000000LL);
+	ASSERT_LE(0, off);
+	cuts_off = wt_json_fresh(OUT_FILE, "nr_lat_slices", 10);
+	TH_LOG("preemptions of 3 hogs beside a 15 ms sleeper on one CPU in 2 s: %lld with "
+	       "--slice-lat-us 1000 (%lld cut to it), %lld with 5000 (%lld)",
+	       on, cuts_on, off, cuts_off);
+	EXPECT_LE(off * 13 / 10, on);
+	EXPECT_LT(0, cuts_on);
+	EXPECT_EQ(0, cuts_off);
 	EXPECT_EQ(0, sched_ok());
 }
 
@@ -542,11 +616,6 @@ TEST_F_TIMEOUT(sched, light_task_carries_no_debt_from_running_alone, 60)
 }
 
 #define PERIODIC_LOOPS	300
-
-static long long ts_ns(const struct timespec *t)
-{
-	return t->tv_sec * 1000000000LL + t->tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
