@@ -328,7 +328,8 @@ static void scx_run(struct __test_metadata *_metadata, bool module, struct ws_wo
 		vals[i] = wt_json_last(log, names[i]);
 	unlink(log);
 	EXPECT_EQ(fib_ref(30), r);
-	TH_LOG("path %s: yields %llu, directed %llu, handed over %llu", ws_yield_path_name(*used),
+	TH_LOG("path %s: yields %llu, directed %llu, handed over (as the module reports) %llu",
+	       ws_yield_path_name(*used),
 	       (unsigned long long)st->nr_yields, (unsigned long long)st->nr_yield_to,
 	       (unsigned long long)st->nr_handoffs);
 	for (i = 0; i < n; i++)

@@ -101,7 +101,9 @@ struct ws_worker_stats {
 	uint64_t nr_exposes;	/* times it shared private tasks on request */
 	uint64_t nr_yields;	/* times it gave its CPU away while idle */
 	uint64_t nr_yield_to;	/* ... of which directed at one thread */
-	uint64_t nr_handoffs;	/* ... of which the kernel handed the CPU over */
+	uint64_t nr_handoffs;	/* ... of which the kernel reported handing the CPU
+				 * over: the module path only (the hint path cannot
+				 * tell; scx_wsched counts nr_yield_hint_handoff) */
 };
 
 /*
