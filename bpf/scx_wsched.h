@@ -30,7 +30,7 @@
 #define WSCHED_SLICE_US_MIN	100
 #define WSCHED_SLICE_US_MAX	100000
 #define WSCHED_SLICE_LAT_US_DFL	1000	/* --slice-lat-us, unless the minimum slice is less */
-#define WSCHED_WAKE_PREEMPT_US_DFL	100
+#define WSCHED_WAKE_PREEMPT_US_DFL	30
 #define WSCHED_GRACE_US_DFL	1000	/* --grace-us; 0 disables the grace */
 #define WSCHED_GRACE_US_MAX	4000
 
