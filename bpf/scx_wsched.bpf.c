@@ -804,17 +804,16 @@ static __always_inline bool woken_in_irq(void)
 }
 
 /*
- * Did @p wait for time rather than for another task: did it sleep at least
+ * Did @p wait for time rather than for another task: is it woken from an
+ * interrupt (@irq: woken_in_irq()), or did it sleep at least
  * wake_preempt_ns (se.exec_start is where its last run stopped, by the
- * clock rq->clock_task gives), or is it woken from an interrupt? A
- * periodic task that was woken late sleeps less than its period the next
- * time, or not at all; the interrupt still says what it waits for.
+ * clock rq->clock_task gives)? A periodic task that was woken late sleeps
+ * less than its period the next time, or not at all; the interrupt still
+ * says what it waits for.
  */
-static __always_inline bool waited_for_time(struct task_struct *p, struct rq *rq)
+static __always_inline bool waited_for_time(struct task_struct *p, struct rq *rq, bool irq)
 {
-	if ((s64)(rq->clock_task - p->se.exec_start) >= (s64)wake_preempt_ns)
-		return true;
-	return woken_in_irq();
+	return irq || (s64)(rq->clock_task - p->se.exec_start) >= (s64)wake_preempt_ns;
 }
 
 /*
@@ -826,18 +825,18 @@ static __always_inline bool waited_for_time(struct task_struct *p, struct rq *rq
  * starved kthreads such as rcu_preempt under load. Not at the head itself:
  * that costs wakeup-heavy loads (hackbench) throughput.
  *
- * A wakee that waited for time (waited_for_time()) is placed by the CPU's
- * own tasks instead (@rq: the locked runqueue of @cpu, NULL where none is
- * held): no later than just before the earliest of the deque's head and
- * the running task's vtime at the start of its run. vtime_now follows the
- * least crowded CPUs, a CPU hog on a more crowded one lags it, and a
- * periodic task placed a slice behind vtime_now or behind such a hog would
- * be after the hog, neither preempt it nor cut its run (wake_preempt()),
- * and wait out its slice, at every wakeup. Level with the CPU's earliest
- * task, as a task that keeps no lag would be, it gains no share: it is
- * still charged every run, and it is only ever moved later, never earlier
- * than its own vtime. Any other wakee keeps the batching above, which
- * wakeup-heavy loads need.
+ * A wakee that waited for time (waited_for_time(); @irq: it is woken from
+ * an interrupt) is placed by the CPU's own tasks instead (@rq: the locked
+ * runqueue of @cpu, NULL where none is held): no later than just before
+ * the earliest of the deque's head and the running task's vtime at the
+ * start of its run. vtime_now follows the least crowded CPUs, a CPU hog on
+ * a more crowded one lags it, and a periodic task placed a slice behind
+ * vtime_now or behind such a hog would be after the hog, neither preempt
+ * it nor cut its run (wake_preempt()), and wait out its slice, at every
+ * wakeup. Level with the CPU's earliest task, as a task that keeps no lag
+ * would be, it gains no share: it is still charged every run, and it is
+ * only ever moved later, never earlier than its own vtime. Any other wakee
+ * keeps the batching above, which wakeup-heavy loads need.
  *
  * Applied once, where a waking task is placed: by ops.enqueue for an
  * SCX_ENQ_WAKEUP (every wakeup not dispatched directly), and by
@@ -846,7 +845,7 @@ static __always_inline bool waited_for_time(struct task_struct *p, struct rq *rq
  * costs a call per wakeup even when it returns at once. A forked task is
  * not credited: ops.enable has just set its vtime to vtime_now.
  */
-static __always_inline void wake_credit(struct task_struct *p, s32 cpu, struct rq *rq)
+static __always_inline void wake_credit(struct task_struct *p, s32 cpu, struct rq *rq, bool irq)
 {
 	struct task_struct *head, *curr;
 	u64 ref = vtime_now;
@@ -860,7 +859,7 @@ static __always_inline void wake_credit(struct task_struct *p, s32 cpu, struct r
 		return;
 	if (cpu >= 0 && (u32)cpu < nr_cpus) {
 		head = __COMPAT_scx_bpf_dsq_peek(cpu);
-		if (rq && waited_for_time(p, rq)) {
+		if (rq && waited_for_time(p, rq, irq)) {
 			/* ref - slice_ns: one before the earliest of the two */
 			u64 first = head ? head->scx.dsq_vtime : ref + slice_ns;
 
@@ -972,7 +971,7 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
 		return cpu;
 	}
 	if (is_idle) {
-		wake_credit(p, cpu, NULL);	/* ops.enqueue is skipped */
+		wake_credit(p, cpu, NULL, false);	/* ops.enqueue is skipped */
 		scx_bpf_dsq_insert(p, WS_DSQ_LOCAL, slice_ns, 0);
 		STAT_INC(nr_direct_dispatch);
 	}
@@ -1210,12 +1209,12 @@ static __always_inline void wake_cut_arm(s32 cpu, struct task_struct *curr, u64 
  * slice) is the same with or without preemption.
  */
 static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct rq *rq,
-					 bool here, u64 vtime)
+					 bool here, bool irq, u64 vtime)
 {
 	struct task_struct *curr, *head;
 	u64 ran, since, cvt;
 
-	if (!wake_preempt_ns || !rq || !woken_in_irq())
+	if (!wake_preempt_ns || !rq || !irq)
 		return;
 	curr = here ? bpf_get_current_task_btf() : rq->curr;
 	if (!curr || !curr->pid || curr == p ||
@@ -1298,9 +1297,9 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
  * switch per lat_slice_ns of their run, fewer than its timer wakeups could
  * already cost them by preempting (one per wake_preempt_ns of run).
  */
-static __always_inline void lat_wake_note(struct task_struct *p, s32 cpu)
+static __always_inline void lat_wake_note(struct task_struct *p, s32 cpu, bool irq)
 {
-	if (lat_slice_ns >= min_slice() || (p->flags & WS_PF_KTHREAD) || !woken_in_irq())
+	if (!irq || lat_slice_ns >= min_slice() || (p->flags & WS_PF_KTHREAD))
 		return;
 	lat_wake_at[cpu & CPU_MASK] = bpf_ktime_get_ns();
 }
@@ -1319,7 +1318,7 @@ static __always_inline u64 lat_cut(struct task_struct *p, s32 cpu)
 void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	s32 cpu = task_cpu_of(p), waiting;
-	bool wakeup = enq_flags & WS_ENQ_WAKEUP, here, thief = false;
+	bool wakeup = enq_flags & WS_ENQ_WAKEUP, here, irq, thief = false;
 	enum ws_owner owner = WS_OWNER_BUSY;
 	struct rq *rq = NULL;
 	u64 vtime;
@@ -1338,9 +1337,12 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 	here = cpu == bpf_get_smp_processor_id();
 	if (wakeup || !here)
 		rq = enqueue_rq(cpu);
+	/* Woken from an interrupt: read once, for placement, the shorter
+	 * cut and wakeup preemption. */
+	irq = wakeup && woken_in_irq();
 	if (wakeup) {
-		wake_credit(p, cpu, rq);
-		lat_wake_note(p, cpu);
+		wake_credit(p, cpu, rq, irq);
+		lat_wake_note(p, cpu, irq);
 	}
 	vtime = vtime_floor(p->scx.dsq_vtime);
 	waiting = scx_bpf_dsq_nr_queued(cpu);
@@ -1399,7 +1401,7 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 	/* An idle CPU woken to take the wakee is better than a preemption;
 	 * a WORKER has worker preference instead. */
 	if (wakeup && owner == WS_OWNER_BUSY && !thief && state != WS_HINT_WORKER)
-		wake_preempt(p, cpu, rq, here, vtime);
+		wake_preempt(p, cpu, rq, here, irq, vtime);
 }
 
 void BPF_STRUCT_OPS(wsched_dispatch, s32 cpu, struct task_struct *prev)
