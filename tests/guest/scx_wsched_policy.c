@@ -215,11 +215,20 @@ static long long ts_ns(const struct timespec *t)
 	return t->tv_sec * 1000000000LL + t->tv_nsec;
 }
 
+/* Sleep until CLOCK_MONOTONIC reaches @deadline ns. */
+static void sleep_until_ns(long long deadline)
+{
+	struct timespec ts = { deadline / 1000000000LL, deadline % 1000000000LL };
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
 /* A child on @cpus that sleeps to absolute deadlines @period_ns apart and
  * does nothing else, until killed; its pid or -1. */
 static pid_t periodic_sleeper(const cpu_set_t *cpus, long long period_ns)
 {
-	struct timespec next;
+	struct timespec now;
 	long long deadline;
 	pid_t pid = fork();
 
@@ -227,13 +236,11 @@ static pid_t periodic_sleeper(const cpu_set_t *cpus, long long period_ns)
 		return pid;
 	if (sched_setaffinity(0, sizeof(*cpus), cpus))
 		_exit(1);
-	clock_gettime(CLOCK_MONOTONIC, &next);
-	deadline = ts_ns(&next);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	deadline = ts_ns(&now);
 	for (;;) {
 		deadline += period_ns;
-		next.tv_sec = deadline / 1000000000LL;
-		next.tv_nsec = deadline % 1000000000LL;
-		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+		sleep_until_ns(deadline);
 	}
 }
 
@@ -660,7 +667,7 @@ static void periodic_thread_beside_hogs(struct __test_metadata *_metadata,
 	t = fork();
 	ASSERT_LE(0, t);
 	if (!t) {
-		struct timespec next, now;
+		struct timespec now;
 		long long deadline;
 		double sum = 0;
 		struct rusage ru;
@@ -671,10 +678,7 @@ static void periodic_thread_beside_hogs(struct __test_metadata *_metadata,
 		deadline = ts_ns(&now);
 		for (i = 0; i < PERIODIC_LOOPS; i++) {
 			deadline += period_ns;
-			next.tv_sec = deadline / 1000000000LL;
-			next.tv_nsec = deadline % 1000000000LL;
-			while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
-				;
+			sleep_until_ns(deadline);
 			clock_gettime(CLOCK_MONOTONIC, &now);
 			res->late[i] = (ts_ns(&now) - deadline) / 1e9;
 			sum += res->late[i];
