@@ -500,9 +500,29 @@ static __always_inline u64 current_vtime(struct task_struct *p)
 }
 
 /*
+ * How far behind the thief's next task a victim's head @p must have fallen
+ * to be stolen for balance. A stolen laggard keeps the thief's CPU until
+ * its vtime catches up there, so this gap is what a task woken on the
+ * thief may wait behind it. A CPU-bound task (over its life at least a
+ * base slice of run per voluntary sleep) lags only by waiting, and all of
+ * that lag comes back as one long hold: it is stolen at min_slice(), the
+ * run a crowded CPU gives anyway. Any other task, at a base slice: the lag
+ * of a task that sleeps often comes and goes with its sleeps, and stealing
+ * it at the smaller gap costs wakeup-heavy loads their batching.
+ * Either way shares still follow vtime; the gap only decides how soon a
+ * lag is evened out, so no task gains by looking like either kind.
+ */
+static __always_inline u64 balance_gap(struct task_struct *p)
+{
+	if (p->se.sum_exec_runtime >= slice_ns * (p->nvcsw + 1))
+		return min_slice();
+	return slice_ns;
+}
+
+/*
  * @prev ran out of slice; @ref is the vtime of whatever this CPU would run
  * next (prev, or its own deque's head if that is earlier). If a victim's
- * head has fallen more than a base slice behind @ref, run it here instead:
+ * head has fallen more than balance_gap() behind @ref, run it here instead:
  * this is what spreads CPU time fairly across deques, not just within one.
  */
 static __always_inline bool steal_balance(s32 cpu, u64 ref)
@@ -522,9 +542,14 @@ static __always_inline bool steal_balance(s32 cpu, u64 ref)
 	if (!head)
 		return false;
 	head_vtime = head->scx.dsq_vtime;
-	if (!time_before(head_vtime + slice_ns, ref))
+	if (!time_before(head_vtime + balance_gap(head), ref))
 		return false;
-	return try_steal(cpu, victim, true);
+	if (!try_steal(cpu, victim, true))
+		return false;
+	STAT_ADD(balance_lag_us, (ref - head_vtime) / 1000);
+	if (time_before(ref, head_vtime + slice_ns))
+		STAT_INC(nr_steals_balance_early);
+	return true;
 }
 
 /* Wake one idle CPU that @p may run on to steal from @victim's deque;

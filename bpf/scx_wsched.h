@@ -85,7 +85,9 @@
 	X(nr_yield_plain_kept)	/* a sched_yield() declared plain kept its CPU, no slot read */ \
 	X(nr_slice_ends)	/* a run on a crowded CPU got a timer to end it when its slice does */ \
 	X(nr_slice_end_kicks)	/* ... which fired with that run still on its CPU and kicked it */ \
-	X(nr_lat_slices)	/* slices cut to --slice-lat-us: a task woken from an interrupt was queued */
+	X(nr_lat_slices)	/* slices cut to --slice-lat-us: a task woken from an interrupt was queued */ \
+	X(balance_lag_us)	/* summed vtime lag (us) of the heads stolen for balance, behind the thief's next */ \
+	X(nr_steals_balance_early)	/* of nr_steals_balance, CPU-bound heads lagging under a base slice */
 
 struct wsched_stats {
 #define WSCHED_STAT_FIELD(name) __u64 name;

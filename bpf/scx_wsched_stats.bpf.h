@@ -2,8 +2,8 @@
 /*
  * scx_wsched's event counters: the one-entry per-CPU array wsched_stats
  * (struct wsched_stats, listed in scx_wsched.h), which the loader reads,
- * and STAT_INC(), the one way BPF code counts an event. Every fragment that
- * counts includes this, in any order.
+ * and STAT_INC() and STAT_ADD(), the ways BPF code counts an event or sums
+ * an amount. Every fragment that counts includes this, in any order.
  */
 #ifndef __SCX_WSCHED_STATS_BPF_H
 #define __SCX_WSCHED_STATS_BPF_H
@@ -30,6 +30,13 @@ static __always_inline struct wsched_stats *stats(void)
 	struct wsched_stats *__s = stats();			\
 	if (__s)						\
 		__s->field++;					\
+} while (0)
+
+/* Adds @v to this CPU's copy of a sum. */
+#define STAT_ADD(field, v) do {					\
+	struct wsched_stats *__s = stats();			\
+	if (__s)						\
+		__s->field += (v);				\
 } while (0)
 
 #endif /* __SCX_WSCHED_STATS_BPF_H */

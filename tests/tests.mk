@@ -46,6 +46,11 @@ $(HINT_TEST): $(WS_NORM_LIB) $(TOP)/bpf/scx_wsched.h $(wildcard $(TOP)/userspace
 $(HINT_TEST): KSFT_CFLAGS += -I$(TOP)/bpf -I$(TOP)/userspace/include -pthread
 $(HINT_TEST): LDFLAGS += $(WS_NORM_LIB) -pthread $(LIBBPF_LIBS)
 
+# The policy test takes the loader's defaults from the scheduler's header.
+POLICY_TEST := $(BUILD)/tests/guest/scx_wsched_policy
+$(POLICY_TEST): $(TOP)/bpf/scx_wsched.h
+$(POLICY_TEST): KSFT_CFLAGS += -I$(TOP)/bpf
+
 # make install and uninstall (tests/native/install_test.sh), through a wrapper that
 # names this tree; it runs make install itself, on what make all built.
 INSTALL_TEST := $(BUILD)/tests/native/install_test

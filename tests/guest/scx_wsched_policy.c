@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "scx_wsched.h"
 #include "scx_wsched_util.h"
 #include "kselftest_harness.h"
 
@@ -136,19 +137,38 @@ TEST_F_TIMEOUT(sched, stealing, 60)
  * 1.5 x nr_cpus equal-weight hogs, free to run anywhere: an uneven split
  * per CPU, so only balancing across deques makes the shares equal. Each
  * hog's CPU time over 4 s must be within 20% of the mean.
+ * The deques drift apart in vtime until a steal for balance moves a
+ * laggard, which then holds its new CPU until it catches up; a CPU-bound
+ * head is stolen once it lags the thief's next task by min_slice() (5 ms),
+ * not a base slice (balance_gap()). So: at least 5 steals for balance, and
+ * at least a fifth of them at under a base slice of lag
+ * (nr_steals_balance_early; none can be without the rule). The mean lag
+ * (balance_lag_us / nr_steals_balance) is logged: a steal is only tried at
+ * a slice's end, from a random victim, so lags grow past the gap between
+ * tries (in the lab a mean of 21-28 ms with the rule, 35-39 without).
  */
 TEST_F_TIMEOUT(sched, fairness_equal_weights, 60)
 {
 	unsigned long long a[WT_MAX_HOGS], b[WT_MAX_HOGS];
 	int n = self->nr_cpus * 3 / 2, i;
+	long long s0, l0, e0, s1, l1, e1;
 	double mean = 0;
 
 	for (i = 0; i < n; i++)
 		ASSERT_LE(0, wt_hog_start(&self->hogs, 0, NULL));
 	wt_sleep(1.0);
+	s0 = counter("nr_steals_balance");
+	ASSERT_LE(0, s0) TH_LOG("no counters from the loader");
+	l0 = wt_json_last(OUT_FILE, "balance_lag_us");
+	e0 = wt_json_last(OUT_FILE, "nr_steals_balance_early");
+	ASSERT_LE(0, e0) TH_LOG("no nr_steals_balance_early from the loader");
 	wt_hogs_snapshot(&self->hogs, a);
 	wt_sleep(4.0);
 	wt_hogs_snapshot(&self->hogs, b);
+	s1 = counter("nr_steals_balance");
+	l1 = wt_json_last(OUT_FILE, "balance_lag_us");
+	e1 = wt_json_last(OUT_FILE, "nr_steals_balance_early");
+	wt_hogs_stop(&self->hogs);
 	for (i = 0; i < n; i++)
 		mean += (double)(b[i] - a[i]) / n;
 	ASSERT_LT(0, mean);
@@ -158,7 +178,10 @@ TEST_F_TIMEOUT(sched, fairness_equal_weights, 60)
 		TH_LOG("hog %d: %.0f ms (%+.0f%%)", i, (b[i] - a[i]) / 1e6, dev * 100);
 		EXPECT_GT(0.20, dev < 0 ? -dev : dev) TH_LOG("hog %d off the mean by %.0f%%", i, dev * 100);
 	}
-	wt_hogs_stop(&self->hogs);
+	ASSERT_LE(s0 + 5, s1) TH_LOG("only %lld steals for balance in 4 s", s1 - s0);
+	TH_LOG("%lld steals for balance in 4 s, %lld under a base slice of lag, mean lag %lld us",
+	       s1 - s0, e1 - e0, (l1 - l0) / (s1 - s0));
+	EXPECT_LE(s1 - s0, 5 * (e1 - e0));
 	EXPECT_EQ(0, sched_ok());
 }
 
