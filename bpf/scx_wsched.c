@@ -72,7 +72,7 @@ static const char usage_fmt[] =
 "  --slice-lat-us N   what a crowded CPU cuts slices down to instead while\n"
 "                     a task woken from an interrupt (a timer, a device) was\n"
 "                     queued there within the last base slice (%d..the\n"
-"                     minimum slice; default 1000, or the minimum slice if\n"
+"                     minimum slice; default %d, or the minimum slice if\n"
 "                     that is less or is the base slice; equal to the\n"
 "                     minimum slice: no such cut)\n"
 "  --no-slice-timer   end a slice on a crowded CPU at the tick after it ran\n"
@@ -514,8 +514,8 @@ static const struct option longopts[] = {
 static void print_usage(void)
 {
 	printf(usage_fmt, prog, prog, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX, WSCHED_SLICE_US_DFL,
-	       WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX,
-	       WSCHED_WAKE_PREEMPT_US_DFL,
+	       WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MIN, WSCHED_SLICE_LAT_US_DFL,
+	       WSCHED_SLICE_US_MAX, WSCHED_WAKE_PREEMPT_US_DFL,
 	       WSCHED_GRACE_US_MAX, WSCHED_GRACE_US_DFL, WS_HINT_SOCK_PATH,
 	       (int)WS_HINT_MAX_PROCS, HINT_USER_MAX_DFL);
 }

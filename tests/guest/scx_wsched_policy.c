@@ -143,9 +143,9 @@ TEST_F_TIMEOUT(sched, stealing, 60)
  * not a base slice (balance_gap()). So: at least 5 steals for balance, and
  * at least a fifth of them at under a base slice of lag
  * (nr_steals_balance_early; none can be without the rule). The mean lag
- * (balance_lag_us / nr_steals_balance) is logged: a steal is only tried at
+ * (balance_lag_us / nr_steals_balance) is only logged: a steal is tried at
  * a slice's end, from a random victim, so lags grow past the gap between
- * tries (in the lab a mean of 21-28 ms with the rule, 35-39 without).
+ * tries.
  */
 TEST_F_TIMEOUT(sched, fairness_equal_weights, 60)
 {
