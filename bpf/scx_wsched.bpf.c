@@ -230,6 +230,11 @@ static u64 cur_sum[WSCHED_MAX_CPUS];	/* its se.sum_exec_runtime then */
  * a stale or torn value only starts or ends the shorter cut a base slice
  * early or late. */
 static u64 lat_wake_at[WSCHED_MAX_CPUS];
+/* pid of the wakee a CPU was kicked to run (wake_preempt()), until its next
+ * ops.running: the dispatch that kick causes runs it before any steal for
+ * balance (ops.dispatch). Written and read without synchronisation: a stale
+ * or torn pid only orders one dispatch as before. */
+static u32 wake_kicked[WSCHED_MAX_CPUS];
 
 /*
  * The CPU whose runqueue holds @p: task_cpu(p), read directly where the
@@ -1208,7 +1213,8 @@ static __always_inline void wake_cut_arm(s32 cpu, struct task_struct *curr, u64 
  * timer, a device, the network) onto a deque whose CPU runs another task,
  * with no idle CPU woken to steal it (ops.enqueue's kick_thief()),
  * preempts that task (SCX_KICK_PREEMPT: its slice ends now and the
- * CPU's dispatch competes it against the deque's head by vtime) when
+ * CPU's dispatch runs the wakee, the deque's head, before its balance
+ * check: wake_kicked[]) when
  * - the wakee's vtime is earlier than the running task's vtime including
  *   the run so far (current_vtime()), and earlier than the deque's head:
  *   it is what that dispatch will pick, so the kick is never futile;
@@ -1298,6 +1304,7 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
 			scx_bpf_task_set_slice(t, left);
 		return;
 	}
+	wake_kicked[cpu & CPU_MASK] = p->pid;
 	scx_bpf_kick_cpu(cpu, WS_KICK_PREEMPT);
 	STAT_INC(nr_wake_preempt);
 }
@@ -1451,6 +1458,26 @@ void BPF_STRUCT_OPS(wsched_dispatch, s32 cpu, struct task_struct *prev)
 		if (head && time_before(head->scx.dsq_vtime, prev_vtime)) {
 			ref = head->scx.dsq_vtime;
 			head_first = true;
+		}
+		/*
+		 * The wakee this CPU was kicked for (wake_preempt()) runs
+		 * first; the balance check still runs, against what would
+		 * follow it here, and a laggard it steals queues behind the
+		 * wakee on the local DSQ. A steal ahead of the wakee made it
+		 * wait out the laggard's catch-up; no check at all left
+		 * deques to drift apart between slice ends, which come
+		 * seldom where such wakeups preempt often.
+		 */
+		if (head_first && head->pid == wake_kicked[cpu & CPU_MASK] &&
+		    scx_bpf_dsq_move_to_local(cpu, 0)) {
+			STAT_INC(nr_dispatched_local);
+			STAT_INC(nr_wakee_first);
+			head = __COMPAT_scx_bpf_dsq_peek(cpu);
+			ref = prev_vtime;
+			if (head && time_before(head->scx.dsq_vtime, ref))
+				ref = head->scx.dsq_vtime;
+			steal_balance(cpu, ref);
+			return;
 		}
 		if (steal_balance(cpu, ref))
 			return;
@@ -1740,6 +1767,8 @@ void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
 	s32 cpu = task_cpu_of(p);
 
 	cur_sum[cpu & CPU_MASK] = p->se.sum_exec_runtime;
+	if (wake_kicked[cpu & CPU_MASK])
+		wake_kicked[cpu & CPU_MASK] = 0;
 	if (hints_live())
 		cur_start[cpu & CPU_MASK] = scx_bpf_now();
 	cur_tgid[cpu & CPU_MASK] = p->tgid;

@@ -87,7 +87,8 @@
 	X(nr_slice_end_kicks)	/* ... which fired with that run still on its CPU and kicked it */ \
 	X(nr_lat_slices)	/* slices cut to --slice-lat-us: a task woken from an interrupt was queued */ \
 	X(balance_lag_us)	/* summed vtime lag (us) of the heads stolen for balance, behind the thief's next */ \
-	X(nr_steals_balance_early)	/* of nr_steals_balance, CPU-bound heads lagging under a base slice */
+	X(nr_steals_balance_early)	/* of nr_steals_balance, CPU-bound heads lagging under a base slice */ \
+	X(nr_wakee_first)	/* a wakee kicked to preempt ran before that dispatch's balance check */
 
 struct wsched_stats {
 #define WSCHED_STAT_FIELD(name) __u64 name;

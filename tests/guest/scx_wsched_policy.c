@@ -661,7 +661,9 @@ static int cmp_double(const void *a, const void *b)
  * all on CPU 1. Its median lateness must be under 2 ms, by preempting a hog
  * (wake_preemptions() moves), and its 90th percentile under @p90_max seconds
  * unless that is 0. Without wakeup preemption it waits for the running
- * hog's slice.
+ * hog's slice. The dispatch that a preemption's kick causes must run the
+ * wakee before its balance check (nr_wakee_first, for at least half of
+ * nr_wake_preempt): a laggard stolen ahead of it kept it waiting.
  */
 /* What the periodic thread measured, in seconds; shared with its parent. */
 struct periodic_res {
@@ -675,13 +677,16 @@ static void periodic_thread_beside_hogs(struct __test_metadata *_metadata,
 {
 	struct periodic_res *res = mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE,
 					MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	long long pre0 = wake_preemptions(), pre1;
+	long long pre0 = wake_preemptions(), pre1, kicked0, kicked1, first0, first1;
 	cpu_set_t cpu1;
 	int i, st;
 	pid_t t;
 
 	ASSERT_NE(MAP_FAILED, (void *)res);
 	ASSERT_LE(0, pre0) TH_LOG("no counters from the loader");
+	kicked0 = wt_json_last(OUT_FILE, "nr_wake_preempt");
+	first0 = wt_json_last(OUT_FILE, "nr_wakee_first");
+	ASSERT_LE(0, first0) TH_LOG("no nr_wakee_first from the loader");
 	CPU_ZERO(&cpu1);
 	CPU_SET(1, &cpu1);
 	for (i = 0; i < nr_hogs; i++)
@@ -722,15 +727,20 @@ static void periodic_thread_beside_hogs(struct __test_metadata *_metadata,
 	wt_hogs_stop(&self->hogs);
 	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	pre1 = wake_preemptions();
+	kicked1 = wt_json_last(OUT_FILE, "nr_wake_preempt");
+	first1 = wt_json_last(OUT_FILE, "nr_wakee_first");
 	TH_LOG("%.1f ms periodic thread beside %d hogs on its CPU: lateness median %.2f ms, "
 	       "p90 %.2f ms, mean %.2f ms, worst %.1f ms, %.0f sleeps in %d periods, "
-	       "%lld wakeup preemptions", period_ns / 1e6, nr_hogs, res->median * 1e3,
-	       res->p90 * 1e3, res->mean * 1e3, res->worst * 1e3, res->sleeps,
-	       PERIODIC_LOOPS, pre1 - pre0);
+	       "%lld wakeup preemptions (%lld kicks, %lld wakees run before balancing)",
+	       period_ns / 1e6, nr_hogs, res->median * 1e3, res->p90 * 1e3, res->mean * 1e3,
+	       res->worst * 1e3, res->sleeps, PERIODIC_LOOPS, pre1 - pre0, kicked1 - kicked0,
+	       first1 - first0);
 	EXPECT_GT(0.002, res->median);
 	if (p90_max > 0)
 		EXPECT_GT(p90_max, res->p90);
 	EXPECT_LT(pre0, pre1);
+	EXPECT_LE((kicked1 - kicked0) / 2, first1 - first0);
+	EXPECT_LT(0, first1 - first0);
 	munmap(res, sizeof(*res));
 	EXPECT_EQ(0, sched_ok());
 }
