@@ -232,8 +232,9 @@ static u64 cur_sum[WSCHED_MAX_CPUS];	/* its se.sum_exec_runtime then */
 static u64 lat_wake_at[WSCHED_MAX_CPUS];
 /* pid of the wakee a CPU was kicked to run (wake_preempt()), until its next
  * ops.running: the dispatch that kick causes runs it before any steal for
- * balance (ops.dispatch). Written and read without synchronisation: a stale
- * or torn pid only orders one dispatch as before. */
+ * balance (ops.dispatch). Written and read without synchronisation: a torn
+ * pid leaves that dispatch in the usual order, and a stale one can reorder
+ * at most the one dispatch before the CPU's next ops.running clears it. */
 static u32 wake_kicked[WSCHED_MAX_CPUS];
 
 /*
