@@ -31,8 +31,9 @@
  *   (vtime_floor()) and its lead to LEAD_SLICES (vtime_clamp()); a waking
  *   task keeps at most a slice of credit (wake_credit()), and one that
  *   waited for time is placed no later than just before its CPU's
- *   earliest task. A queued task thus waits at most about deque length x
- *   slice x weight ratio.
+ *   earliest task, with no credit once it fell a slice behind unless an
+ *   interrupt woke it. A queued task thus waits at most about deque
+ *   length x slice x weight ratio.
  * - Slice: --slice-us for every task; ops.tick cuts a running task's slice
  *   to --slice-min-us when others wait behind it (to --slice-lat-us near a
  *   task woken from an interrupt, lat_cut()), arms a timer to end it on
@@ -856,18 +857,25 @@ static __always_inline bool waited_for_time(struct task_struct *p, struct rq *rq
  * starved kthreads such as rcu_preempt under load. Not at the head itself:
  * that costs wakeup-heavy loads (hackbench) throughput.
  *
- * A wakee that waited for time (waited_for_time(); @irq: it is woken from
- * an interrupt) is placed by the CPU's own tasks instead (@rq: the locked
- * runqueue of @cpu, NULL where none is held): no later than just before
- * the earliest of the deque's head and the running task's vtime at the
- * start of its run. vtime_now follows the least crowded CPUs, a CPU hog on
- * a more crowded one lags it, and a periodic task placed a slice behind
- * vtime_now or behind such a hog would be after the hog, neither preempt
- * it nor cut its run (wake_preempt()), and wait out its slice, at every
- * wakeup. Level with the CPU's earliest task, as a task that keeps no lag
- * would be, it gains no share: it is still charged every run, and it is
- * only ever moved later, never earlier than its own vtime. Any other wakee
- * keeps the batching above, which wakeup-heavy loads need.
+ * A wakee that waited for time (waited_for_time(); @irq: it is woken from an
+ * interrupt) is placed by the CPU's own tasks instead (@rq: the locked
+ * runqueue of @cpu, NULL where none is held): no later than just before the
+ * earliest of the deque's head and the running task's vtime at the start of
+ * its run. vtime_now follows the least crowded CPUs, a CPU hog on a more
+ * crowded one lags it, and a periodic task placed a slice behind vtime_now
+ * or behind such a hog would be after the hog, neither preempt it nor cut
+ * its run (wake_preempt()), and wait out its slice, at every wakeup. Level
+ * with the CPU's earliest task, as a task that keeps no lag would be, it
+ * gains no share: it is still charged every run, and it is only ever moved
+ * later, never earlier than its own vtime. One woken by a task, not an
+ * interrupt, that fell more than a slice behind vtime_now keeps no credit
+ * against vtime_now either: a task that slept that long and is woken by
+ * another is not a light periodic one but, typically, a parallel job's
+ * worker leaving its barrier, and a burst of them, each a slice ahead of a
+ * light thread level with vtime_now, kept that thread waiting a slice per
+ * worker. An interrupt's wakee keeps the slice, which the latency beside
+ * crowded CPUs' hogs needs. Any other wakee keeps the batching above, which
+ * wakeup-heavy loads need.
  *
  * Applied once, where a waking task is placed: by ops.enqueue for an
  * SCX_ENQ_WAKEUP (every wakeup not dispatched directly), and by
@@ -883,17 +891,22 @@ static __always_inline void wake_credit(struct task_struct *p, s32 cpu, struct r
 
 	/*
 	 * The common case, a task that ran recently, needs no peek at the
-	 * deque: its place can only move back, and ref never exceeds
-	 * vtime_now.
+	 * deque: its place can only move back, and never past vtime_now.
 	 */
 	if (!time_before(p->scx.dsq_vtime, ref - slice_ns))
 		return;
 	if (cpu >= 0 && (u32)cpu < nr_cpus) {
 		head = __COMPAT_scx_bpf_dsq_peek(cpu);
 		if (rq && waited_for_time(p, rq, irq)) {
-			/* ref - slice_ns: one before the earliest of the two */
-			u64 first = head ? head->scx.dsq_vtime : ref + slice_ns;
+			u64 first;
 
+			/*
+			 * ref - slice_ns: one before the earliest of the two,
+			 * or vtime_now (less a slice for an interrupt's wakee)
+			 */
+			if (!irq)
+				ref = vtime_now + slice_ns;
+			first = head ? head->scx.dsq_vtime : ref + slice_ns;
 			if ((curr = rq->curr) && curr->pid &&
 			    cur_pid[cpu & CPU_MASK] == (u32)curr->pid &&
 			    time_before(curr->scx.dsq_vtime, first))

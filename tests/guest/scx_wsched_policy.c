@@ -8,6 +8,7 @@
  * request). Needs at least 4 CPUs (the lab guest of `make test-guest`).
  */
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 
 #include "scx_wsched.h"
@@ -822,6 +823,114 @@ TEST_F_TIMEOUT(sched, brief_sleeps_gain_no_share, 60)
 	EXPECT_LT(100000000ULL, b[0] - a[0]) TH_LOG("the hog was starved");
 	EXPECT_GT(1.05, ratio);
 	munmap((void *)ns, sizeof(*ns));
+	EXPECT_EQ(0, sched_ok());
+}
+
+#define BURST_TASKS	16
+
+/* What the burst test's periodic thread saw, in ns; shared with its parent. */
+struct burst_res {
+	long long worst, worst_before, periods;
+	volatile int released;
+	volatile unsigned long long ran[BURST_TASKS];
+};
+
+/*
+ * A burst of long sleepers does not go ahead of a light thread: on CPU 2 a
+ * thread sleeps to 2 ms deadlines (and runs next to nothing), alone, so it
+ * is level with vtime_now; BURST_TASKS tasks pinned there have slept 1 s on
+ * pipes, as a parallel job's workers sleep at its barrier, and are then
+ * released together by their parent's writes, each then spinning 1 ms and
+ * sleeping 200 us for 1 s. Placed a slice of credit behind vtime_now
+ * (wake_credit()), every one of them was ahead of the thread by a slice, and
+ * it waited for each to run that slice (BURST_TASKS x 20 ms at the default
+ * slice); placed at vtime_now, or just before the CPU's earliest task, they
+ * are ahead of it by no more than one run each. Its worst lateness during
+ * the burst must be under 100 ms, and the burst must have run (200 ms of
+ * CPU).
+ */
+TEST_F_TIMEOUT(sched, burst_of_long_sleepers_not_ahead, 60)
+{
+	struct burst_res *res = mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE,
+				     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int pipes[BURST_TASKS][2], i, st;
+	pid_t thr, burst[BURST_TASKS];
+	unsigned long long total = 0;
+	cpu_set_t cpu2;
+
+	ASSERT_NE(MAP_FAILED, (void *)res);
+	memset(res, 0, sizeof(*res));
+	CPU_ZERO(&cpu2);
+	CPU_SET(2, &cpu2);
+	thr = fork();
+	ASSERT_LE(0, thr);
+	if (!thr) {
+		struct timespec now;
+		long long deadline, late;
+
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) ||	/* a failed ASSERT leaves none */
+		    sched_setaffinity(0, sizeof(cpu2), &cpu2))
+			_exit(1);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		deadline = ts_ns(&now);
+		for (;;) {		/* until killed */
+			deadline += 2000000LL;
+			sleep_until_ns(deadline);
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			late = ts_ns(&now) - deadline;
+			if (!res->released) {
+				if (late > res->worst_before)
+					res->worst_before = late;
+			} else {
+				res->periods++;
+				if (late > res->worst)
+					res->worst = late;
+			}
+			while (deadline + 2000000LL <= ts_ns(&now))
+				deadline += 2000000LL;
+		}
+	}
+	for (i = 0; i < BURST_TASKS; i++) {
+		ASSERT_EQ(0, pipe(pipes[i]));
+		burst[i] = fork();
+		ASSERT_LE(0, burst[i]);
+		if (!burst[i]) {
+			struct timespec t0, now;
+			char c;
+
+			if (sched_setaffinity(0, sizeof(cpu2), &cpu2) ||
+			    read(pipes[i][0], &c, 1) != 1)
+				_exit(1);
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			do {
+				spin_cpu(1000000ULL, NULL);
+				wt_sleep(0.0002);
+				clock_gettime(CLOCK_MONOTONIC, &now);
+			} while (ts_ns(&now) - ts_ns(&t0) < 1000000000LL);
+			res->ran[i] = wt_thread_ns();
+			_exit(0);
+		}
+		close(pipes[i][0]);
+	}
+	wt_sleep(1.0);
+	res->released = 1;
+	for (i = 0; i < BURST_TASKS; i++)
+		ASSERT_EQ(1, write(pipes[i][1], "x", 1));
+	for (i = 0; i < BURST_TASKS; i++) {
+		ASSERT_EQ(burst[i], waitpid(burst[i], &st, 0));
+		EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		close(pipes[i][1]);
+		total += res->ran[i];
+	}
+	kill(thr, SIGKILL);
+	ASSERT_EQ(thr, waitpid(thr, &st, 0));
+	ASSERT_TRUE(WIFSIGNALED(st)) TH_LOG("the periodic thread could not be pinned");
+	TH_LOG("2 ms periodic thread beside %d released long sleepers: worst lateness %.1f ms "
+	       "(%.1f ms before the release), %lld periods; the burst ran %.0f ms",
+	       BURST_TASKS, res->worst / 1e6, res->worst_before / 1e6, res->periods, total / 1e6);
+	EXPECT_LT(200000000ULL, total) TH_LOG("the burst did not run");
+	EXPECT_GT(100000000LL, res->worst);
+	munmap(res, sizeof(*res));
 	EXPECT_EQ(0, sched_ok());
 }
 
