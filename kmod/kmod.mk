@@ -80,3 +80,18 @@ kmod-stress: $(KMOD_TESTS) $(KMOD_KO)
 
 kmod-bench: $(WSBENCH) $(KMOD_KO)
 	$(Q)$(TOP)/kmod/bench/run-handoff.sh
+
+# The lab pacer (kmod/bench/pacer/wsched_pacer.c) for bench-sched's
+# PACER_US: per-CPU timers that give every scheduler the same emulator
+# turns in the instruction-counted guest. Built like the module, into
+# build/bench/pacer/; never installed.
+PACER_KO := $(BUILD)/bench/pacer/wsched_pacer.ko
+CHECK_BUILD += $(PACER_KO)
+bench-scx-wsched: $(PACER_KO)
+
+$(PACER_KO): $(TOP)/kmod/bench/pacer/wsched_pacer.c $(TOP)/kmod/bench/pacer/Kbuild | kmod-check
+	$(call msg,KMOD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(MAKE) -C $(KDIR) M=$(TOP)/kmod/bench/pacer MO=$(@D) $(if $(filter 1,$(V)),V=1,-s) modules
+	$(Q)test -s $@ || { echo "make: kbuild left no $@" >&2; exit 1; }
+	$(Q)touch $@
