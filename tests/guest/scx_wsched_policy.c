@@ -846,8 +846,9 @@ struct burst_res {
  * it waited for each to run that slice (BURST_TASKS x 20 ms at the default
  * slice); placed at vtime_now, or just before the CPU's earliest task, they
  * are ahead of it by no more than one run each. Its worst lateness during
- * the burst must be under 100 ms, and the burst must have run (200 ms of
- * CPU).
+ * the burst must be under 200 ms (the slice each, 320 ms, cannot be; one
+ * run each is 20-30 ms, and a stray wait on the emulated guest has taken
+ * 125), and the burst must have run (200 ms of CPU).
  */
 TEST_F_TIMEOUT(sched, burst_of_long_sleepers_not_ahead, 60)
 {
@@ -929,7 +930,7 @@ TEST_F_TIMEOUT(sched, burst_of_long_sleepers_not_ahead, 60)
 	       "(%.1f ms before the release), %lld periods; the burst ran %.0f ms",
 	       BURST_TASKS, res->worst / 1e6, res->worst_before / 1e6, res->periods, total / 1e6);
 	EXPECT_LT(200000000ULL, total) TH_LOG("the burst did not run");
-	EXPECT_GT(100000000LL, res->worst);
+	EXPECT_GT(200000000LL, res->worst);
 	munmap(res, sizeof(*res));
 	EXPECT_EQ(0, sched_ok());
 }
