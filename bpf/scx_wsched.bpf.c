@@ -31,8 +31,8 @@
  *   (vtime_floor()) and its lead to LEAD_SLICES (vtime_clamp()); a waking
  *   task keeps at most a slice of credit (wake_credit()), and one that
  *   waited for time is placed no later than just before its CPU's
- *   earliest task, with no credit once it fell a slice behind unless an
- *   interrupt woke it. A queued task thus waits at most about deque
+ *   earliest task, with no credit at all unless an interrupt woke it.
+ *   A queued task thus waits at most about deque
  *   length x slice x weight ratio.
  * - Slice: --slice-us for every task; ops.tick cuts a running task's slice
  *   to --slice-min-us when others wait behind it (to --slice-lat-us near a
@@ -868,13 +868,14 @@ static __always_inline bool waited_for_time(struct task_struct *p, struct rq *rq
  * with the CPU's earliest task, as a task that keeps no lag would be, it
  * gains no share: it is still charged every run, and it is only ever moved
  * later, never earlier than its own vtime. One woken by a task, not an
- * interrupt, that fell more than a slice behind vtime_now keeps no credit
- * against vtime_now either: a task that slept that long and is woken by
- * another is not a light periodic one but, typically, a parallel job's
- * worker leaving its barrier, and a burst of them, each a slice ahead of a
- * light thread level with vtime_now, kept that thread waiting a slice per
- * worker. An interrupt's wakee keeps the slice, which the latency beside
- * crowded CPUs' hogs needs. Any other wakee keeps the batching above, which
+ * interrupt, keeps no credit against vtime_now either: a task that waited
+ * for time and is woken by another is not a light periodic one but,
+ * typically, a parallel job's worker leaving its barrier or a message's
+ * receiver, and a burst of them, each up to a slice ahead of a light thread
+ * level with vtime_now (the credit is what vtime_now advanced while they
+ * slept), kept that thread waiting for each of them to run that credit off.
+ * An interrupt's wakee keeps the slice, which the latency beside crowded
+ * CPUs' hogs needs. Any other wakee keeps the batching above, which
  * wakeup-heavy loads need.
  *
  * Applied once, where a waking task is placed: by ops.enqueue for an
@@ -886,9 +887,13 @@ static __always_inline bool waited_for_time(struct task_struct *p, struct rq *rq
  */
 static __always_inline void wake_credit(struct task_struct *p, s32 cpu, struct rq *rq, bool irq)
 {
+	bool timed = rq && waited_for_time(p, rq, irq);
 	struct task_struct *head, *curr;
 	u64 ref = vtime_now;
 
+	/* ref - slice_ns: where the wakee goes if it is behind */
+	if (timed && !irq)
+		ref = vtime_now + slice_ns;
 	/*
 	 * The common case, a task that ran recently, needs no peek at the
 	 * deque: its place can only move back, and never past vtime_now.
@@ -897,15 +902,13 @@ static __always_inline void wake_credit(struct task_struct *p, s32 cpu, struct r
 		return;
 	if (cpu >= 0 && (u32)cpu < nr_cpus) {
 		head = __COMPAT_scx_bpf_dsq_peek(cpu);
-		if (rq && waited_for_time(p, rq, irq)) {
+		if (timed) {
 			u64 first;
 
 			/*
 			 * ref - slice_ns: one before the earliest of the two,
 			 * or vtime_now (less a slice for an interrupt's wakee)
 			 */
-			if (!irq)
-				ref = vtime_now + slice_ns;
 			first = head ? head->scx.dsq_vtime : ref + slice_ns;
 			if ((curr = rq->curr) && curr->pid &&
 			    cur_pid[cpu & CPU_MASK] == (u32)curr->pid &&
