@@ -31,9 +31,9 @@
  *   (vtime_floor()) and its lead to LEAD_SLICES (vtime_clamp()); a waking
  *   task keeps at most a slice of credit (wake_credit()), and one that
  *   waited for time is placed no later than just before its CPU's
- *   earliest task, with no credit at all unless an interrupt woke it.
- *   A queued task thus waits at most about deque
- *   length x slice x weight ratio.
+ *   earliest task, with no credit at all unless an interrupt woke it. A
+ *   queued task thus waits at most about deque length x slice x weight
+ *   ratio.
  * - Slice: --slice-us for every task; ops.tick cuts a running task's slice
  *   to --slice-min-us when others wait behind it (to --slice-lat-us near a
  *   task woken from an interrupt, lat_cut()), arms a timer to end it on
