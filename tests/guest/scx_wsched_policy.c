@@ -832,19 +832,28 @@ TEST_F_TIMEOUT(sched, brief_sleeps_gain_no_share, 60)
 
 /* What the burst test's periodic thread saw (ns) and the steps of its lead. */
 struct burst_res {
-	long long worst, worst_before, periods, lead_ns;
+	long long worst, worst_before, periods;
 	volatile int released, leading, caught_up, rewoken, led, armed;
 	volatile unsigned long long ran[BURST_MAX];
 };
+
+/* Waits up to 5 s for the burst test's *@v to reach @want. */
+static void burst_wait(volatile int *v, int want)
+{
+	int i;
+
+	for (i = 0; i < 5000 && *v < want; i++)
+		wt_sleep(0.001);
+}
 
 /*
  * A burst of sleepers woken by a task does not go ahead of a light thread:
  * on CPU 2 a thread sleeps to 2 ms deadlines (and runs next to nothing),
  * alone, so it is level with vtime_now; @n tasks (at most BURST_MAX)
- * pinned there sleep on pipes for @sleep_s, as a parallel job's workers
- * sleep at its barrier, and are then released together by their parent's
- * writes, each then spinning 1 ms and sleeping 200 us for 1 s. With @lead_ns, before
- * the release: the thread spins BURST_LEAD_RUN per period until it has run
+ * pinned there sleep 1 s on pipes, as a parallel job's workers sleep at
+ * its barrier, and are then released together by their parent's writes,
+ * each then spinning 1 ms and sleeping 200 us for 1 s. With @lead_ns,
+ * before the release: the thread spins BURST_LEAD_RUN per period until it has run
  * a slice (BURST_CATCH_UP; a thread that trailed vtime_now by up to a
  * slice now leads it), the tasks are woken once, each placed at vtime_now
  * (they slept more than a slice behind it) and sleeping again at once,
@@ -858,8 +867,8 @@ struct burst_res {
  * Its worst lateness during the burst must be under @bound_ns. The burst
  * must have run (200 ms of CPU).
  */
-static void burst_beside_periodic(struct __test_metadata *_metadata, int n, double sleep_s,
-				  long long lead_ns, long long bound_ns)
+static void burst_beside_periodic(struct __test_metadata *_metadata, int n, long long lead_ns,
+				  long long bound_ns)
 {
 	struct burst_res *res = mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE,
 				     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -870,7 +879,6 @@ static void burst_beside_periodic(struct __test_metadata *_metadata, int n, doub
 
 	ASSERT_NE(MAP_FAILED, (void *)res);
 	memset(res, 0, sizeof(*res));
-	res->lead_ns = lead_ns;
 	CPU_ZERO(&cpu2);
 	CPU_SET(2, &cpu2);
 	thr = fork();
@@ -898,7 +906,7 @@ static void burst_beside_periodic(struct __test_metadata *_metadata, int n, doub
 					spun += BURST_LEAD_RUN;
 					if (spun >= BURST_CATCH_UP)
 						res->caught_up = 1;
-					if (spun >= BURST_CATCH_UP + res->lead_ns)
+					if (spun >= BURST_CATCH_UP + lead_ns)
 						res->led = 1;
 				}
 			} else {
@@ -938,21 +946,18 @@ static void burst_beside_periodic(struct __test_metadata *_metadata, int n, doub
 		}
 		close(pipes[i][0]);
 	}
-	wt_sleep(sleep_s);
+	wt_sleep(1.0);
 	if (lead_ns) {
 		res->leading = 1;
-		for (i = 0; i < 5000 && !res->caught_up; i++)
-			wt_sleep(0.001);
+		burst_wait(&res->caught_up, 1);
 		ASSERT_TRUE(res->caught_up) TH_LOG("the periodic thread did not catch up");
 		for (i = 0; i < n; i++)
 			ASSERT_EQ(1, write(pipes[i][1], "x", 1));
-		for (i = 0; i < 5000 && res->armed < n; i++)
-			wt_sleep(0.001);
+		burst_wait(&res->armed, n);
 		ASSERT_EQ(n, res->armed);
 		wt_sleep(0.005);	/* into their second read */
 		res->rewoken = 1;
-		for (i = 0; i < 5000 && !res->led; i++)
-			wt_sleep(0.001);
+		burst_wait(&res->led, 1);
 		ASSERT_TRUE(res->led) TH_LOG("the periodic thread did not run its lead");
 	}
 	res->released = 1;
@@ -967,9 +972,9 @@ static void burst_beside_periodic(struct __test_metadata *_metadata, int n, doub
 	kill(thr, SIGKILL);
 	ASSERT_EQ(thr, waitpid(thr, &st, 0));
 	ASSERT_TRUE(WIFSIGNALED(st)) TH_LOG("the periodic thread could not be pinned");
-	TH_LOG("2 ms periodic thread beside %d sleepers released after %.2f s and a %.0f ms "
+	TH_LOG("2 ms periodic thread beside %d sleepers released after 1 s and a %.0f ms "
 	       "lead: worst lateness %.1f ms (%.1f ms before the release), %lld periods; "
-	       "the burst ran %.0f ms", n, sleep_s, lead_ns / 1e6, res->worst / 1e6,
+	       "the burst ran %.0f ms", n, lead_ns / 1e6, res->worst / 1e6,
 	       res->worst_before / 1e6, res->periods, total / 1e6);
 	EXPECT_LT(200000000ULL, total) TH_LOG("the burst did not run");
 	EXPECT_GT(bound_ns, res->worst);
@@ -984,7 +989,7 @@ static void burst_beside_periodic(struct __test_metadata *_metadata, int n, doub
  */
 TEST_F_TIMEOUT(sched, burst_of_long_sleepers_not_ahead, 60)
 {
-	burst_beside_periodic(_metadata, 16, 1.0, 0, 200000000LL);
+	burst_beside_periodic(_metadata, 16, 0, 200000000LL);
 	EXPECT_EQ(0, sched_ok());
 }
 
@@ -997,7 +1002,7 @@ TEST_F_TIMEOUT(sched, burst_of_long_sleepers_not_ahead, 60)
  */
 TEST_F_TIMEOUT(sched, burst_of_recent_sleepers_not_ahead, 60)
 {
-	burst_beside_periodic(_metadata, BURST_MAX, 1.0, 8000000LL, 200000000LL);
+	burst_beside_periodic(_metadata, BURST_MAX, 8000000LL, 200000000LL);
 	EXPECT_EQ(0, sched_ok());
 }
 
