@@ -226,11 +226,18 @@ static u32 cur_tgid[WSCHED_MAX_CPUS];
 static u64 cur_start[WSCHED_MAX_CPUS];	/* scx_bpf_now() when it started, while hints are live */
 static u64 cur_sum[WSCHED_MAX_CPUS];	/* its se.sum_exec_runtime then */
 /* When ops.enqueue last queued a user task woken from an interrupt on each
- * CPU's deque (bpf_ktime_get_ns(), 0: never; lat_wake_note()). Written by
- * whichever CPU enqueues, read by the owner's tick without synchronisation:
- * a stale or torn value only starts or ends the shorter cut a base slice
- * early or late. */
+ * CPU's deque while the shorter cut is on (bpf_ktime_get_ns(), 0: never;
+ * lat_wake_note()). Written by whichever CPU enqueues, read by the owner's
+ * tick without synchronisation: a stale or torn value only starts or ends
+ * the shorter cut a base slice early or late. */
 static u64 lat_wake_at[WSCHED_MAX_CPUS];
+/* When any CPU last queued such a wakee, with or without the shorter cut:
+ * the slice timer is armed only while that is recent (slice_end_arm()).
+ * Written only when a CPU finds it older than LAT_ANY_STALE, so a stream
+ * of such wakeups does not bounce its cache line between CPUs;
+ * unsynchronised like lat_wake_at[]. */
+static u64 lat_any_at;
+#define LAT_ANY_STALE	(1000 * 1000ULL)	/* 1 ms */
 /* pid of the wakee a CPU was kicked to run (wake_preempt()), until its next
  * ops.running: the dispatch that kick causes runs it before any steal for
  * balance (ops.dispatch). Written and read without synchronisation: a torn
@@ -1106,11 +1113,22 @@ static int wake_cut_fire(void *map, int *key, struct wake_cut *wc)
  * it and tasks still wait, as wake_cut_fire() does. So a task runs until
  * the first tick that finds others waiting, then min_slice(), not up to a
  * tick more. Armed from a tick only, never at a switch: a run that ends
- * before its last tick (a pipe's or hackbench's) costs nothing, and a run on a crowded CPU that
- * uses its slice costs one timer and the irq_works of its arming (with
- * interrupts off) and kick. A registered process's run keeps its
- * slice as ticks end it: its graced critical sections and its workers'
- * runs are the hint rules' to decide (wsched_hint_tick()).
+ * before its last tick (a pipe's or hackbench's) costs nothing, and a run
+ * on a crowded CPU that uses its slice costs one timer and the irq_works
+ * of its arming (with interrupts off) and kick.
+ * Armed only while a user task woken from an interrupt was queued on any
+ * CPU within the last base slice (lat_any_at, set by lat_wake_note()):
+ * what a run ended on time buys is a prompt start for a task that waits
+ * for time (a timer's, a device's), and where none is around, as in a
+ * build or a load of tasks waking one another, the tick's end costs
+ * nothing anyone waits for. Any CPU's such wakeup, not only this one's:
+ * the CPU such a task wakes onto next is chosen at that wakeup, and the
+ * run it finds there had its end decided at an earlier tick. A process
+ * that arms timers to keep the mark set makes runs end as they would with
+ * the mark always set, no more.
+ * A registered process's run keeps its slice as ticks end it: its graced
+ * critical sections and its workers' runs are the hint rules' to decide
+ * (wsched_hint_tick()).
  * The entries are struct wake_cut: the run is named the same way.
  */
 struct {
@@ -1176,6 +1194,7 @@ static __always_inline void slice_end_arm(s32 cpu, struct task_struct *p)
 	struct wake_cut *se;
 
 	if (!slice_end_timer || !p->scx.slice || (gap && p->scx.slice >= gap) ||
+	    !lat_any_at || (s64)(bpf_ktime_get_ns() - lat_any_at) >= (s64)slice_ns ||
 	    hint_registered(p))
 		return;
 	se = bpf_map_lookup_elem(&slice_ends, &key);
@@ -1339,7 +1358,9 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
  * build) keep the longer cut and their throughput; kernel threads woken by
  * timers (kworkers, RCU) do not mark a CPU, or nearly every CPU would be
  * marked. A fork/join worker or any thread of a registered process keeps
- * min_slice(): its slices are the hint rules'.
+ * min_slice(): its slices are the hint rules'. Any such wakeup also sets
+ * lat_any_at, which the slice timer follows (slice_ends), with or without
+ * the shorter cut.
  * Why it cannot be gamed: it only shortens the runs of every task on the
  * CPU, the marking task's too; shares still follow vtime. A process that
  * arms timers to mark a CPU costs that CPU's other tasks at most one more
@@ -1348,9 +1369,15 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
  */
 static __always_inline void lat_wake_note(struct task_struct *p, s32 cpu, bool irq)
 {
-	if (!irq || lat_slice_ns >= min_slice() || (p->flags & WS_PF_KTHREAD))
+	u64 now;
+
+	if (!irq || (p->flags & WS_PF_KTHREAD))
 		return;
-	lat_wake_at[cpu & CPU_MASK] = bpf_ktime_get_ns();
+	now = bpf_ktime_get_ns();
+	if ((s64)(now - lat_any_at) >= (s64)LAT_ANY_STALE)
+		lat_any_at = now;
+	if (lat_slice_ns < min_slice())
+		lat_wake_at[cpu & CPU_MASK] = now;
 }
 
 /* The slice ops.tick cuts @p's to on @cpu, whose deque holds tasks. */

@@ -270,14 +270,14 @@ static pid_t periodic_sleeper(const cpu_set_t *cpus, long long period_ns)
 
 /* Preemptions of three hogs sharing CPU 2 during 2 s under the loader
  * started with @args (the fixture's loader is replaced), beside a thread
- * sleeping to @period_ns deadlines on CPU 2 unless @period_ns is 0; -1 on
- * failure. */
+ * sleeping to @period_ns deadlines on CPU @sleeper_cpu unless @period_ns is
+ * 0; -1 on failure. */
 static long long crowded_preemptions_beside(FIXTURE_DATA(sched) *self, const char *const *args,
-					    long long period_ns)
+					    long long period_ns, int sleeper_cpu)
 {
 	long long a[3], b[3], sum = 0;
+	cpu_set_t cpu2, on;
 	pid_t sleeper = 0;
-	cpu_set_t cpu2;
 	int i;
 
 	self->pid = wt_shared_start(args, OUT_FILE, ERR_FILE);
@@ -288,7 +288,9 @@ static long long crowded_preemptions_beside(FIXTURE_DATA(sched) *self, const cha
 	for (i = 0; i < 3; i++)
 		if (wt_hog_start(&self->hogs, 0, &cpu2) < 0)
 			return -1;
-	if (period_ns && (sleeper = periodic_sleeper(&cpu2, period_ns)) < 0)
+	CPU_ZERO(&on);
+	CPU_SET(sleeper_cpu, &on);
+	if (period_ns && (sleeper = periodic_sleeper(&on, period_ns)) < 0)
 		return -1;
 	wt_sleep(0.5);
 	for (i = 0; i < 3; i++)
@@ -310,7 +312,7 @@ static long long crowded_preemptions_beside(FIXTURE_DATA(sched) *self, const cha
 
 static long long crowded_preemptions(FIXTURE_DATA(sched) *self, const char *const *args)
 {
-	return crowded_preemptions_beside(self, args, 0);
+	return crowded_preemptions_beside(self, args, 0, 0);
 }
 
 /*
@@ -342,35 +344,45 @@ TEST_F_TIMEOUT(sched, slice_min_sets_the_crowded_slice, 60 + 3 * WT_LOAD_ALLOWAN
 }
 
 /*
- * A slice cut on a crowded CPU ends on time (struct slice_ends): three
- * hogs on CPU 2 with --slice-min-us 500 each run until the first tick that
- * finds the others waiting and 0.5 ms more, where with --no-slice-timer
- * the kernel ends the cut slice only at the tick after it ran out. At
- * HZ=250 that is about 2.5 ms against 8 ms a run; at HZ=1000, 1.25 ms
- * against 2. Asserted: at least 1.3x the preemptions with the timer, its
- * kicks counted, and no timer armed without it.
+ * A slice cut on a crowded CPU ends on time (struct slice_ends) while a
+ * task that waits for time is around: three hogs on CPU 2 with
+ * --slice-min-us 500, beside a thread on CPU 3 that sleeps to 15 ms
+ * deadlines (each timer expiry keeps lat_any_at recent), each run until
+ * the first tick that finds the others waiting and 0.5 ms more, where with
+ * --no-slice-timer the kernel ends the cut slice only at the tick after it
+ * ran out. At HZ=250 that is about 2.5 ms against 8 ms a run; at HZ=1000,
+ * 1.25 ms against 2. Without the sleeper the timer is armed only in the
+ * base slices after the odd timer wakeup of the loader's and the test's
+ * own sleeps. Asserted: at least 1.3x the preemptions with the timer, its
+ * kicks counted, no timer armed without it, and without the sleeper at
+ * most a quarter of the armings beside it.
  */
-TEST_F_TIMEOUT(sched, slice_ends_on_time, 60 + 2 * WT_LOAD_ALLOWANCE)
+TEST_F_TIMEOUT(sched, slice_ends_on_time, 60 + 3 * WT_LOAD_ALLOWANCE)
 {
 	const char *timer[] = { "--slice-min-us", "500", "--stats", "1", "--json", NULL };
 	const char *tick[] = { "--slice-min-us", "500", "--no-slice-timer", "--stats", "1", "--json",
 			       NULL };
-	long long on, off, armed_on, kicks_on, armed_off;
+	long long on, off, alone, armed_on, kicks_on, armed_off, armed_alone;
 
-	on = crowded_preemptions(self, timer);
+	on = crowded_preemptions_beside(self, timer, 15000000LL, 3);
 	ASSERT_LE(0, on);
 	armed_on = wt_json_fresh(OUT_FILE, "nr_slice_ends", 10);
 	kicks_on = wt_json_fresh(OUT_FILE, "nr_slice_end_kicks", 10);
-	off = crowded_preemptions(self, tick);
+	off = crowded_preemptions_beside(self, tick, 15000000LL, 3);
 	ASSERT_LE(0, off);
 	armed_off = wt_json_fresh(OUT_FILE, "nr_slice_ends", 10);
-	TH_LOG("preemptions of 3 hogs on one CPU in 2 s: %lld with the slice timer (armed %lld, "
-	       "kicks %lld), %lld with --no-slice-timer (armed %lld)",
-	       on, armed_on, kicks_on, off, armed_off);
+	alone = crowded_preemptions(self, timer);
+	ASSERT_LE(0, alone);
+	armed_alone = wt_json_fresh(OUT_FILE, "nr_slice_ends", 10);
+	TH_LOG("preemptions of 3 hogs on one CPU in 2 s beside a 15 ms sleeper: %lld with the "
+	       "slice timer (armed %lld, kicks %lld), %lld with --no-slice-timer (armed %lld); "
+	       "without the sleeper %lld (armed %lld)",
+	       on, armed_on, kicks_on, off, armed_off, alone, armed_alone);
 	EXPECT_LE(off * 13 / 10, on);
 	EXPECT_LT(0, kicks_on);
 	EXPECT_LE(kicks_on, armed_on);
 	EXPECT_EQ(0, armed_off);
+	EXPECT_LE(armed_alone * 4, armed_on);
 	EXPECT_EQ(0, sched_ok());
 }
 
@@ -391,10 +403,10 @@ TEST_F_TIMEOUT(sched, slices_short_near_a_timer_wakee, 60 + 2 * WT_LOAD_ALLOWANC
 	const char *off_args[] = { "--slice-lat-us", "5000", "--stats", "1", "--json", NULL };
 	long long on, off, cuts_on, cuts_off;
 
-	on = crowded_preemptions_beside(self, lat, 15000000LL);
+	on = crowded_preemptions_beside(self, lat, 15000000LL, 2);
 	ASSERT_LE(0, on);
 	cuts_on = wt_json_fresh(OUT_FILE, "nr_lat_slices", 10);
-	off = crowded_preemptions_beside(self, off_args, 15000000LL);
+	off = crowded_preemptions_beside(self, off_args, 15000000LL, 2);
 	ASSERT_LE(0, off);
 	cuts_off = wt_json_fresh(OUT_FILE, "nr_lat_slices", 10);
 	TH_LOG("preemptions of 3 hogs beside a 15 ms sleeper on one CPU in 2 s: %lld with "
