@@ -37,7 +37,8 @@
  * - Slice: --slice-us for every task; ops.tick cuts a running task's slice
  *   to --slice-min-us when others wait behind it (to --slice-lat-us near a
  *   task woken from an interrupt, lat_cut()), arms a timer to end it on
- *   time (slice_ends), and kicks an idle thief.
+ *   time while such a task is recent (slice_ends), and kicks an idle
+ *   thief.
  * - Yield: see wsched_yield() (plain, yield-to-all, directed).
  *
  * Hints (Documentation/abi.md): a registered process's thread inside a
@@ -1185,6 +1186,14 @@ static int slice_end_fire(void *map, int *key, struct wake_cut *wc)
 	return 0;
 }
 
+/* Was the mark @at (bpf_ktime_get_ns(), 0: never) set within the last base
+ * slice? lat_any_at for the slice timer, lat_wake_at[] for the shorter
+ * cut. */
+static __always_inline bool lat_recent(u64 at)
+{
+	return at && (s64)(bpf_ktime_get_ns() - at) < (s64)slice_ns;
+}
+
 /* From ops.tick, tasks waiting on @cpu's deque: end @p's run when its
  * slice does (see slice_ends). */
 static __always_inline void slice_end_arm(s32 cpu, struct task_struct *p)
@@ -1194,8 +1203,7 @@ static __always_inline void slice_end_arm(s32 cpu, struct task_struct *p)
 	struct wake_cut *se;
 
 	if (!slice_end_timer || !p->scx.slice || (gap && p->scx.slice >= gap) ||
-	    !lat_any_at || (s64)(bpf_ktime_get_ns() - lat_any_at) >= (s64)slice_ns ||
-	    hint_registered(p))
+	    !lat_recent(lat_any_at) || hint_registered(p))
 		return;
 	se = bpf_map_lookup_elem(&slice_ends, &key);
 	if (se && cur_pid[cpu & CPU_MASK] == (u32)p->pid &&
@@ -1383,10 +1391,8 @@ static __always_inline void lat_wake_note(struct task_struct *p, s32 cpu, bool i
 /* The slice ops.tick cuts @p's to on @cpu, whose deque holds tasks. */
 static __always_inline u64 lat_cut(struct task_struct *p, s32 cpu)
 {
-	u64 at = lat_wake_at[cpu & CPU_MASK];
-
-	if (lat_slice_ns >= min_slice() || !at ||
-	    (s64)(bpf_ktime_get_ns() - at) >= (s64)slice_ns || hint_registered(p))
+	if (lat_slice_ns >= min_slice() || !lat_recent(lat_wake_at[cpu & CPU_MASK]) ||
+	    hint_registered(p))
 		return min_slice();
 	return lat_slice_ns;
 }

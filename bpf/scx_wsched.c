@@ -77,6 +77,7 @@ static const char usage_fmt[] =
 "                     minimum slice: no such cut)\n"
 "  --no-slice-timer   end a slice on a crowded CPU at the tick after it ran\n"
 "                     out, not on time by a timer armed at the tick before\n"
+"                     (armed while a task woken from an interrupt is recent)\n"
 "  --wake-preempt-us N  how long a task runs before a task woken from an\n"
 "                     interrupt (a timer, a device) that is earlier in vtime\n"
 "                     may preempt it (0..%d, default %d; 0: never; a\n"
