@@ -31,9 +31,10 @@
  *   (vtime_floor()) and its lead to LEAD_SLICES (vtime_clamp()); a waking
  *   task keeps at most a slice of credit (wake_credit()), and one that
  *   waited for time is placed no later than just before its CPU's
- *   earliest task, with no credit at all unless an interrupt woke it. A
- *   queued task thus waits at most about deque length x slice x weight
- *   ratio.
+ *   earliest task, with no credit at all unless an interrupt woke it; a
+ *   task the kernel moves to another CPU keeps no lag against that CPU's
+ *   earliest task (migrate_place()). A queued task thus waits at most
+ *   about deque length x slice x weight ratio.
  * - Slice: --slice-us for every task; ops.tick cuts a running task's slice
  *   to --slice-min-us when others wait behind it (to --slice-lat-us near a
  *   task woken from an interrupt, lat_cut()), arms a timer to end it on
@@ -132,6 +133,7 @@ char _license[] SEC("license") = "GPL";
 #define WS_IRQ_COUNT_MASK	(0x00f00000U | 0x000f0000U | 0x00000100U)
 #define WS_IRQ_COUNT_MASK_WIDE	(0x10000000U | 0x0f000000U | 0x00000100U)
 
+#define WS_TASK_ON_RQ_MIGRATING	2	/* task_struct.on_rq inside a move (kernel/sched/sched.h) */
 #define WS_PF_KTHREAD		0x00200000	/* task_struct.flags: PF_KTHREAD (linux/sched.h) */
 
 /* Tunables and topology, written by the loader before load. */
@@ -933,6 +935,41 @@ static __always_inline void wake_credit(struct task_struct *p, s32 cpu, struct r
 }
 
 /*
+ * A task the kernel moves to another CPU while it is runnable (an affinity
+ * or cpuset change; p->on_rq is TASK_ON_RQ_MIGRATING only inside such a
+ * move, and the scheduler's own moves, steals, bypass ops.enqueue) keeps
+ * no lag against the tasks of its new CPU (@cpu, whose rq @rq is locked,
+ * or NULL): it is placed no earlier than the earliest of that deque's head
+ * and the running task's vtime at the start of its run, or than vtime_now
+ * less a slice where the CPU has neither. Its lag was against vtime_now,
+ * which follows the least crowded CPUs; a task that waited its turns on a
+ * crowded CPU lags it by up to LAG_SLICES slices without being owed
+ * anything there, and carried here that lag made every task of the new
+ * CPU, a periodic one too, wait while the newcomer caught up. Its lead it
+ * keeps, so a move never gains a task anything, and only the task moved
+ * loses: only a task's owner or root may move it.
+ */
+static __always_inline void migrate_place(struct task_struct *p, s32 cpu, struct rq *rq)
+{
+	struct task_struct *head, *curr;
+	u64 first = vtime_now - slice_ns;
+	bool any = false;
+
+	head = __COMPAT_scx_bpf_dsq_peek(cpu);
+	if (head) {
+		first = head->scx.dsq_vtime;
+		any = true;
+	}
+	if (rq && (curr = rq->curr) && curr->pid && cur_pid[cpu & CPU_MASK] == (u32)curr->pid &&
+	    (!any || time_before(curr->scx.dsq_vtime, first)))
+		first = curr->scx.dsq_vtime;
+	if (time_before(p->scx.dsq_vtime, first)) {
+		scx_bpf_task_set_dsq_vtime(p, first);
+		STAT_INC(nr_migrate_placed);
+	}
+}
+
+/*
  * What ops.enqueue needs to know about @cpu, the owner of the deque it is
  * about to insert into, whose rq lock it holds:
  *
@@ -1425,6 +1462,8 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 	if (wakeup) {
 		wake_credit(p, cpu, rq, irq);
 		lat_wake_note(p, cpu, irq);
+	} else if (p->on_rq == WS_TASK_ON_RQ_MIGRATING) {
+		migrate_place(p, cpu, rq ? rq : enqueue_rq(cpu));
 	}
 	vtime = vtime_floor(p->scx.dsq_vtime);
 	waiting = scx_bpf_dsq_nr_queued(cpu);

@@ -88,7 +88,8 @@
 	X(nr_lat_slices)	/* slices cut to --slice-lat-us: a task woken from an interrupt was queued */ \
 	X(balance_lag_us)	/* summed vtime lag (us) of the heads stolen for balance, behind the thief's next */ \
 	X(nr_steals_balance_early)	/* of nr_steals_balance, CPU-bound heads lagging under a base slice */ \
-	X(nr_wakee_first)	/* a wakee kicked to preempt ran before that dispatch's balance check */
+	X(nr_wakee_first)	/* a wakee kicked to preempt ran before that dispatch's balance check */ \
+	X(nr_migrate_placed)	/* a task the kernel moved between CPUs lost its lag against its new CPU's */
 
 struct wsched_stats {
 #define WSCHED_STAT_FIELD(name) __u64 name;
