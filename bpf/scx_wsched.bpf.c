@@ -49,12 +49,13 @@
  * dispatch_queued_worker()). This file reads no hint slot: it asks
  * scx_wsched_hint.bpf.h, which owns every slot read and the observe gate.
  *
- * - Wakeup preemption (wake_preempt()): a task woken from an interrupt,
+ * - Wakeup preemption (wake_preempt()): a task woken from an interrupt
+ *   (or by a task on another CPU, when the running task is CPU-bound),
  *   earlier in vtime than the task its CPU runs and than that deque's
  *   head, for which no idle CPU was woken, preempts that task once it has
  *   run --wake-preempt-us (at once, or by a timer at that bound); never a
- *   registered process's thread. A task woken by a running one waits for
- *   the next dispatch.
+ *   registered process's thread. Any other wakee waits for the next
+ *   dispatch.
  *
  * Not done: cgroup weights, NUMA beyond LLCs, CPU hotplug in BPF (without ops.cpu_online/offline the
  * kernel ejects the scheduler with a restart request, and the loader loads
@@ -516,6 +517,12 @@ static __always_inline u64 current_vtime(struct task_struct *p)
 	return vtime_floor(vt);
 }
 
+/* Over its life, has @p run at least a base slice per voluntary sleep? */
+static __always_inline bool cpu_bound(struct task_struct *p)
+{
+	return p->se.sum_exec_runtime >= slice_ns * (p->nvcsw + 1);
+}
+
 /*
  * How far behind the thief's next task a victim's head @p must have fallen
  * to be stolen for balance. A stolen laggard keeps the thief's CPU until
@@ -531,7 +538,7 @@ static __always_inline u64 current_vtime(struct task_struct *p)
  */
 static __always_inline u64 balance_gap(struct task_struct *p)
 {
-	if (p->se.sum_exec_runtime >= slice_ns * (p->nvcsw + 1))
+	if (cpu_bound(p))
 		return min_slice();
 	return slice_ns;
 }
@@ -1291,7 +1298,9 @@ static __always_inline void wake_cut_arm(s32 cpu, struct task_struct *curr, u64 
 
 /*
  * Wakeup preemption. A task woken from an interrupt (woken_in_irq(): by a
- * timer, a device, the network) onto a deque whose CPU runs another task,
+ * timer, a device, the network), or by a task on another CPU after it
+ * waited for time (waited_for_time()) when the task it would preempt is
+ * CPU-bound (cpu_bound()), onto a deque whose CPU runs another task,
  * with no idle CPU woken to steal it (ops.enqueue's kick_thief()),
  * preempts that task (SCX_KICK_PREEMPT: its slice ends now and the
  * CPU's dispatch runs the wakee, the deque's head, before its balance
@@ -1306,11 +1315,16 @@ static __always_inline void wake_cut_arm(s32 cpu, struct task_struct *curr, u64 
  * - the running task belongs to no registered process
  *   (hint_registered()): fork/join workers, thieves and lock holders in a
  *   graced section keep the CPU exactly as without this rule.
- * A task woken by a running one waits for the next dispatch (at the
- * latest the tick after the running task's slice is cut to min_slice()):
- * a producer preempted by each consumer it wakes, as in hackbench or a
+ * A task woken by a task on its own CPU (a waker that goes on running,
+ * or a sync waker about to sleep), or by one elsewhere while its CPU runs
+ * a task that sleeps often, waits for the next dispatch (at the latest
+ * the tick after the running task's slice is cut to min_slice()): a
+ * producer preempted by each consumer it wakes, as in hackbench or a
  * pipeline, is switched out for every message instead of handing over
- * batches.
+ * batches. A CPU hog hands over nothing: a reader woken through a pipe,
+ * a socket or an eventfd by a thread elsewhere (a terminal's or an audio
+ * graph's next stage, a server's worker) otherwise waited for its slice
+ * to be cut at a tick, milliseconds where EEVDF takes a fraction of one.
  * Why a task gains nothing by it: the test is on vtime alone, which every
  * run is charged to as before, so the wakee only runs sooner what its
  * weight already entitled it to run; it takes the CPU only from a task
@@ -1326,11 +1340,15 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
 	struct task_struct *curr, *head;
 	u64 ran, since, cvt;
 
-	if (!wake_preempt_ns || !rq || !irq)
+	if (!wake_preempt_ns || !rq)
+		return;
+	if (!irq && (here || !waited_for_time(p, rq, false)))
 		return;
 	curr = here ? bpf_get_current_task_btf() : rq->curr;
 	if (!curr || !curr->pid || curr == p ||
 	    cur_pid[cpu & CPU_MASK] != (u32)curr->pid)
+		return;
+	if (!irq && !cpu_bound(curr))
 		return;
 	/*
 	 * The run so far: sum_exec_runtime is brought up to date only at

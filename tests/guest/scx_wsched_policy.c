@@ -239,6 +239,14 @@ static long long ts_ns(const struct timespec *t)
 	return t->tv_sec * 1000000000LL + t->tv_nsec;
 }
 
+static long long mono_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return ts_ns(&now);
+}
+
 /* Sleep until CLOCK_MONOTONIC reaches @deadline ns. */
 static void sleep_until_ns(long long deadline)
 {
@@ -796,6 +804,71 @@ TEST_F_TIMEOUT(sched, short_period_thread_starts_promptly, 60)
 }
 
 /*
+ * A task woken by a task on another CPU starts promptly beside a CPU hog:
+ * a reader blocks on a pipe on CPU 1, which a hog shares; a writer on CPU
+ * 0 sleeps 10 ms and writes the time, PERIODIC_LOOPS times. The reader
+ * slept more than --wake-preempt-us and is earlier in vtime than the hog,
+ * which is CPU-bound (cpu_bound()), so it preempts it (wake_preempt();
+ * wake_preemptions() must move): its median latency from the write must
+ * be under 2 ms. Without the preemption it waited for the hog's slice to
+ * be cut at a tick (median 7.1-7.4 ms in the lab; EEVDF 0.3-0.5 ms).
+ */
+TEST_F_TIMEOUT(sched, task_woken_from_another_cpu_starts_promptly, 60)
+{
+	long long pre0 = wake_preemptions(), pre1, t0;
+	double lat[PERIODIC_LOOPS], sum = 0;
+	cpu_set_t cpu0, cpu1;
+	int fd[2], i, st;
+	pid_t w;
+
+	ASSERT_LE(0, pre0) TH_LOG("no counters from the loader");
+	ASSERT_EQ(0, pipe(fd));
+	CPU_ZERO(&cpu0);
+	CPU_SET(0, &cpu0);
+	CPU_ZERO(&cpu1);
+	CPU_SET(1, &cpu1);
+	ASSERT_EQ(0, wt_hog_start(&self->hogs, 0, &cpu1));
+	w = fork();
+	ASSERT_LE(0, w);
+	if (!w) {
+		if (sched_setaffinity(0, sizeof(cpu0), &cpu0))
+			_exit(1);
+		wt_sleep(0.3);
+		for (i = 0; i < PERIODIC_LOOPS; i++) {
+			wt_sleep(0.01);
+			t0 = mono_ns();
+			if (write(fd[1], &t0, sizeof(t0)) != sizeof(t0))
+				_exit(1);
+		}
+		_exit(0);
+	}
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(cpu1), &cpu1));
+	for (i = 0; i < PERIODIC_LOOPS; i++) {
+		if (read(fd[0], &t0, sizeof(t0)) != sizeof(t0))
+			break;
+		lat[i] = (mono_ns() - t0) / 1e9;
+		sum += lat[i];
+	}
+	all_cpus(&cpu1, self->nr_cpus);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(cpu1), &cpu1));
+	ASSERT_EQ(w, waitpid(w, &st, 0));
+	close(fd[0]);
+	close(fd[1]);
+	wt_hogs_stop(&self->hogs);
+	ASSERT_EQ(PERIODIC_LOOPS, i) TH_LOG("the writer stopped after %d writes", i);
+	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	pre1 = wake_preemptions();
+	qsort(lat, PERIODIC_LOOPS, sizeof(double), cmp_double);
+	TH_LOG("reader beside a hog woken from another CPU: latency median %.2f ms, p90 %.2f ms, "
+	       "mean %.2f ms, worst %.1f ms; %lld wakeup preemptions",
+	       lat[PERIODIC_LOOPS / 2] * 1e3, lat[PERIODIC_LOOPS * 9 / 10] * 1e3,
+	       sum / PERIODIC_LOOPS * 1e3, lat[PERIODIC_LOOPS - 1] * 1e3, pre1 - pre0);
+	EXPECT_GT(0.002, lat[PERIODIC_LOOPS / 2]);
+	EXPECT_LT(pre0, pre1);
+	EXPECT_EQ(0, sched_ok());
+}
+
+/*
  * Tasks moved onto a periodic thread's CPU bring no lag from a crowded
  * one: the thread sleeps to 5 ms deadlines on CPU 1 beside a hog pinned
  * there; six hogs share CPU 2 with another pinned hog for 75 ms, then are
@@ -856,23 +929,34 @@ TEST_F_TIMEOUT(sched, moved_laggards_bring_no_lag, 60)
  * Pretending to be interactive gains nothing: on CPU 3 a nice-0 hog and a
  * nice-0 task that spins 5 ms, sleeps 100 us, and so on, wakes ~200 times
  * a second and may preempt the hog at each wakeup (wake_preempt(); it
- * must have done so). Over 3 s it must get no more than 5% more CPU time
+ * must have done so over 100 times). Over 3 s it must get no more than 5% more CPU time
  * than the hog: the preemption test is on vtime, which its runs are
- * charged to.
+ * charged to. With @by_task its sleeps end not by a timer but by a helper
+ * on CPU 0, which spins 100 us once the task has blocked on a pipe and
+ * then writes to it: a task woken by a task on another CPU (without the
+ * preemption it got half the hog's CPU time, and about 10 preemptions of
+ * other tasks were counted).
  */
-TEST_F_TIMEOUT(sched, brief_sleeps_gain_no_share, 60)
+static void brief_sleeps_beside_a_hog(struct __test_metadata *_metadata,
+				      FIXTURE_DATA(sched) *self, bool by_task)
 {
-	volatile unsigned long long *ns = mmap(NULL, sizeof(*ns), PROT_READ | PROT_WRITE,
+	/* [0]: the task's CPU time; [1]: it is about to block on the pipe */
+	volatile unsigned long long *ns = mmap(NULL, 2 * sizeof(*ns), PROT_READ | PROT_WRITE,
 					       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	unsigned long long a[WT_MAX_HOGS], b[WT_MAX_HOGS], p0, p1;
 	long long pre0 = wake_preemptions(), pre1;
-	cpu_set_t cpu3;
+	cpu_set_t cpu0, cpu3;
+	pid_t t, helper = -1;
+	int fd[2];
 	double ratio;
-	pid_t t;
+	char c = 0;
 
 	ASSERT_NE(MAP_FAILED, (void *)ns);
 	ASSERT_LE(0, pre0) TH_LOG("no counters from the loader");
-	*ns = 0;
+	ASSERT_EQ(0, pipe(fd));
+	ns[0] = ns[1] = 0;
+	CPU_ZERO(&cpu0);
+	CPU_SET(0, &cpu0);
 	CPU_ZERO(&cpu3);
 	CPU_SET(3, &cpu3);
 	ASSERT_EQ(0, wt_hog_start(&self->hogs, 0, &cpu3));
@@ -882,29 +966,68 @@ TEST_F_TIMEOUT(sched, brief_sleeps_gain_no_share, 60)
 		if (sched_setaffinity(0, sizeof(cpu3), &cpu3))
 			_exit(1);
 		for (;;) {
-			spin_cpu(5000000ULL, ns);
-			wt_sleep(0.0001);
+			spin_cpu(5000000ULL, &ns[0]);
+			if (!by_task) {
+				wt_sleep(0.0001);
+				continue;
+			}
+			__atomic_store_n(&ns[1], 1, __ATOMIC_SEQ_CST);
+			if (read(fd[0], &c, 1) != 1)
+				_exit(1);
+		}
+	}
+	if (by_task) {
+		helper = fork();
+		ASSERT_LE(0, helper);
+		if (!helper) {
+			if (sched_setaffinity(0, sizeof(cpu0), &cpu0))
+				_exit(1);
+			for (;;) {
+				while (!__atomic_load_n(&ns[1], __ATOMIC_SEQ_CST))
+					;
+				spin_for(0.0001);
+				ns[1] = 0;
+				if (write(fd[1], &c, 1) != 1)
+					_exit(1);
+			}
 		}
 	}
 	wt_sleep(0.5);
 	wt_hogs_snapshot(&self->hogs, a);
-	p0 = *ns;
+	p0 = ns[0];
 	wt_sleep(3.0);
 	wt_hogs_snapshot(&self->hogs, b);
-	p1 = *ns;
+	p1 = ns[0];
 	kill(t, SIGKILL);
 	waitpid(t, NULL, 0);
+	if (helper > 0) {
+		kill(helper, SIGKILL);
+		waitpid(helper, NULL, 0);
+	}
+	close(fd[0]);
+	close(fd[1]);
 	wt_hogs_stop(&self->hogs);
 	ratio = (double)(p1 - p0) / (double)(b[0] - a[0] + 1);
 	pre1 = wake_preemptions();
-	TH_LOG("5 ms runs between 100 us sleeps: %.0f ms of CPU, the hog beside it %.0f ms "
-	       "(%.3fx), %lld wakeup preemptions", (p1 - p0) / 1e6, (b[0] - a[0]) / 1e6, ratio,
-	       pre1 - pre0);
-	EXPECT_LT(pre0, pre1);
+	TH_LOG("5 ms runs between 100 us sleeps ended by %s: %.0f ms of CPU, the hog beside "
+	       "it %.0f ms (%.3fx), %lld wakeup preemptions",
+	       by_task ? "a task on another CPU" : "a timer", (p1 - p0) / 1e6,
+	       (b[0] - a[0]) / 1e6, ratio, pre1 - pre0);
+	EXPECT_LT(pre0 + 100, pre1);
 	EXPECT_LT(100000000ULL, b[0] - a[0]) TH_LOG("the hog was starved");
 	EXPECT_GT(1.05, ratio);
-	munmap((void *)ns, sizeof(*ns));
+	munmap((void *)ns, 2 * sizeof(*ns));
 	EXPECT_EQ(0, sched_ok());
+}
+
+TEST_F_TIMEOUT(sched, brief_sleeps_gain_no_share, 60)
+{
+	brief_sleeps_beside_a_hog(_metadata, self, false);
+}
+
+TEST_F_TIMEOUT(sched, brief_sleeps_woken_by_a_task_gain_no_share, 60)
+{
+	brief_sleeps_beside_a_hog(_metadata, self, true);
 }
 
 #define BURST_MAX	32	/* tasks in a burst at most */
@@ -1088,17 +1211,18 @@ TEST_F_TIMEOUT(sched, burst_of_recent_sleepers_not_ahead, 60)
 }
 
 /*
- * Only a task woken from an interrupt preempts (wake_preempt()): on CPU 3
- * a producer spins 2 ms of its CPU time and writes a byte to a pipe, over
- * and over, and a consumer reads a byte and spins 100 us. The consumer
- * sleeps about 2 ms before each byte, longer than --wake-preempt-us, but
- * its waker is a running task. Over 2 s the runs preempted for a wakee
+ * A task woken by a task on its own CPU preempts nothing (wake_preempt()):
+ * on CPU 3 a producer spins 2 ms of its CPU time and writes a byte to a
+ * pipe, over and over, and a consumer reads a byte and spins 100 us. The
+ * consumer sleeps about 2 ms before each byte, longer than
+ * --wake-preempt-us, and its waker, CPU-bound, goes on running there.
+ * Over 2 s the runs preempted for a wakee
  * (all CPUs) must be fewer than a tenth of the bytes written: letting a
  * wakee that slept that long preempt took the producer's CPU at nearly
  * every byte. The consumer must still read at least half of them (the
  * tick cuts the producer's slice).
  */
-TEST_F_TIMEOUT(sched, task_woken_by_a_task_preempts_nothing, 60)
+TEST_F_TIMEOUT(sched, task_woken_on_its_wakers_cpu_preempts_nothing, 60)
 {
 	volatile long *n = mmap(NULL, 2 * sizeof(*n), PROT_READ | PROT_WRITE,
 				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
