@@ -15,8 +15,9 @@
 # nothing that needs a test-only package such as the kselftest headers,
 # Relacy or valgrind), CHECK_BUILD (the tests and benchmark helpers that
 # `make check-build` adds, and `make check` builds), NATIVE_TESTS (test
-# programs that need no kernel support) and GUEST_TESTS (tests that need root
-# on a sched_ext kernel: run in the lab guest).
+# programs that need no kernel support), GUEST_TESTS (tests that need root
+# on a sched_ext kernel: run in the lab guest) and PARALLEL_TESTS (the same,
+# needing CPUs that run at once).
 
 TOP   := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 BUILD := $(TOP)/build
@@ -63,7 +64,7 @@ LAB_TIMEOUT ?= 3000
 # Targets that run in the lab rootfs (chroot) and those that need the lab
 # guest (a running sched_ext kernel), when LAB=1.
 EXEC_TARGETS := all check-build test-native stress-native bench-lib report run-build deb
-GUEST_TARGETS := test-guest stress-guest bench-sched bench-coop
+GUEST_TARGETS := test-guest test-parallel stress-guest bench-sched bench-coop
 .PHONY: $(EXEC_TARGETS) $(GUEST_TARGETS) check run help clean lab-setup lab-shell stress bench \
 	install uninstall test-packages
 
@@ -79,6 +80,8 @@ help:
 	@echo '               under EEVDF and scx_wsched, with its counters (scripts/demo)'
 	@echo '  test-native  run only the unit tests (no kernel support needed)'
 	@echo '  test-guest   run only the integration tests (root on a sched_ext kernel)'
+	@echo '  test-parallel  the integration tests that need CPUs running at once'
+	@echo '               (with LAB=1 a guest with multi-threaded TCG, 2 vCPUs)'
 	@echo '  stress       long stress runs (stress-native, stress-guest; not in check)'
 	@echo '  bench        benchmarks printing JSON lines (bench-lib, bench-sched, bench-coop)'
 	@echo '  report       tables and plots of Documentation/results/ from their saved JSON'
@@ -126,12 +129,15 @@ $(EXEC_TARGETS):
 # Built in the rootfs, run in the guest (make there finds the build current).
 # bench-sched's guest counts time in instructions (WSCHED_LAB_TCG=icount,
 # Documentation/lab.md) unless WSCHED_LAB_TCG says otherwise: its ratios
-# then repeat from run to run.
+# then repeat from run to run. test-parallel's guest has 2 vCPUs under
+# multi-threaded TCG, one host thread each, so that they run at once.
 $(GUEST_TARGETS):
 	$(Q)$(LABSH) setup --no-update --quiet $(if $(KERNEL),--kernel $(KERNEL))
 	$(Q)$(LABSH) exec -- $(MAKE) LAB=0 check-build
 	$(Q)$(if $(filter bench-sched,$@),WSCHED_LAB_TCG=$${WSCHED_LAB_TCG:-icount}) \
-		$(LABSH) run --cpus $(if $(filter stress-guest,$@),$(STRESS_CPUS),$(LAB_CPUS)) \
+		$(if $(filter test-parallel,$@),WSCHED_LAB_TCG=multi) \
+		$(LABSH) run --cpus $(if $(filter stress-guest,$@),$(STRESS_CPUS),$(if \
+		$(filter test-parallel,$@),2,$(LAB_CPUS))) \
 		--timeout $(LAB_TIMEOUT) -- $(MAKE) LAB=0 $@
 
 # The Debian packages installed, used and purged in a guest booting
@@ -165,6 +171,7 @@ CHECK_BUILD :=
 RUN_BUILD :=
 NATIVE_TESTS :=
 GUEST_TESTS :=
+PARALLEL_TESTS :=
 
 # Installation directories: the GNU names, in upper case. DESTDIR is
 # prepended to each at install time only (staged installs); the others are
@@ -301,6 +308,9 @@ test-native: $(NATIVE_TESTS)
 
 test-guest: $(GUEST_TESTS)
 	$(Q)$(TOP)/tests/run-tests --suite guest $(GUEST_TESTS)
+
+test-parallel: $(PARALLEL_TESTS)
+	$(Q)$(TOP)/tests/run-tests --suite parallel $(PARALLEL_TESTS)
 
 # Documentation/results/: tables and plots from the JSON lines saved in
 # Documentation/results/data/ (scripts/report; gnuplot-nox).

@@ -1310,8 +1310,13 @@ static __always_inline void wake_cut_arm(s32 cpu, struct task_struct *curr, u64 
  *   it is what that dispatch will pick, so the kick is never futile;
  * - the running task has run at least wake_preempt_ns since it started
  *   (a rate bound: a CPU is preempted at most once per wake_preempt_ns
- *   of run, whatever the number of wakees or their wakeup rate); when it
- *   has run less, the run is ended at that bound instead (wake_cut_arm());
+ *   of run, whatever the number of wakees or their wakeup rate), or at
+ *   least lat_slice_ns for a wakee of a task on another CPU: a process
+ *   can wake its own threads from another CPU as fast as it likes, and at
+ *   wake_preempt_ns a stream of such wakeups switched a CPU hog out at
+ *   nearly every one (test wakeup_storm_from_another_cpu_bounded, in
+ *   tests/parallel/: it needs CPUs that run at once); when it has run
+ *   less, the run is ended at that bound instead (wake_cut_arm());
  * - the running task belongs to no registered process
  *   (hint_registered()): fork/join workers, thieves and lock holders in a
  *   graced section keep the CPU exactly as without this rule.
@@ -1338,7 +1343,7 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
 					 bool here, bool irq, u64 vtime)
 {
 	struct task_struct *curr, *head;
-	u64 ran, since, cvt;
+	u64 ran, since, cvt, bound = wake_preempt_ns;
 
 	if (!wake_preempt_ns || !rq)
 		return;
@@ -1350,6 +1355,8 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
 		return;
 	if (!irq && !cpu_bound(curr))
 		return;
+	if (!irq && bound < lat_slice_ns)
+		bound = lat_slice_ns;
 	/*
 	 * The run so far: sum_exec_runtime is brought up to date only at
 	 * ticks and switches (update_curr()), so add what ran since, by the
@@ -1370,7 +1377,7 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
 		return;
 	if (hint_registered(curr))
 		return;
-	if ((s64)ran < (s64)wake_preempt_ns) {
+	if ((s64)ran < (s64)bound) {
 		/*
 		 * Not due yet: end the current run when it reaches
 		 * wake_preempt_ns instead (the dispatch then picks by
@@ -1387,7 +1394,7 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
 		 * and scx_bpf_task_set_slice()) only the timer acts.
 		 */
 		struct task_struct *t = NULL;
-		u64 left = wake_preempt_ns - ran;
+		u64 left = bound - ran;
 
 		wake_cut_arm(cpu, curr, left);
 

@@ -7,6 +7,9 @@
 #                     man_test.sh from man/man.mk);
 #   tests/guest/*.c   kselftest-harness programs that need root on a sched_ext
 #                     kernel, run in the lab guest by `make test-guest`;
+#   tests/parallel/*.c the same, for what needs CPUs that really run at
+#                     once: `make test-parallel` (with LAB=1 a guest with
+#                     multi-threaded TCG and 2 vCPUs);
 #   tests/host/*.sh   TAP scripts run on the host by scripts/check (only
 #                     when the lab is used): scripts/lab's own tests, and
 #                     the commit messages' form (the rootfs has no git).
@@ -16,12 +19,15 @@ KSFT_CFLAGS = $(BASE_CFLAGS) -I$(KSFT_INC) -Wno-sign-compare
 
 TESTS_NATIVE_SRC := $(wildcard $(TOP)/tests/native/*.c)
 TESTS_GUEST_SRC  := $(wildcard $(TOP)/tests/guest/*.c)
+TESTS_PAR_SRC    := $(wildcard $(TOP)/tests/parallel/*.c)
 TESTS_NATIVE_BIN := $(patsubst $(TOP)/tests/native/%.c,$(BUILD)/tests/native/%,$(TESTS_NATIVE_SRC))
 TESTS_GUEST_BIN  := $(patsubst $(TOP)/tests/guest/%.c,$(BUILD)/tests/guest/%,$(TESTS_GUEST_SRC))
+TESTS_PAR_BIN    := $(patsubst $(TOP)/tests/parallel/%.c,$(BUILD)/tests/parallel/%,$(TESTS_PAR_SRC))
 
-CHECK_BUILD  += $(TESTS_NATIVE_BIN) $(TESTS_GUEST_BIN)
-NATIVE_TESTS += $(TESTS_NATIVE_BIN)
-GUEST_TESTS  += $(TESTS_GUEST_BIN)
+CHECK_BUILD    += $(TESTS_NATIVE_BIN) $(TESTS_GUEST_BIN) $(TESTS_PAR_BIN)
+NATIVE_TESTS   += $(TESTS_NATIVE_BIN)
+GUEST_TESTS    += $(TESTS_GUEST_BIN)
+PARALLEL_TESTS += $(TESTS_PAR_BIN)
 
 $(BUILD)/tests/native/%: $(TOP)/tests/native/%.c $(wildcard $(TOP)/tests/native/*.h) | ksft-check
 	$(call msg,CC,$@)
@@ -32,6 +38,12 @@ $(BUILD)/tests/guest/%: $(TOP)/tests/guest/%.c $(wildcard $(TOP)/tests/guest/*.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(KSFT_CFLAGS) -o $@ $< $(LDFLAGS)
+
+# They share the guest tests' helpers.
+$(BUILD)/tests/parallel/%: $(TOP)/tests/parallel/%.c $(wildcard $(TOP)/tests/guest/*.h) | ksft-check
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(KSFT_CFLAGS) -I$(TOP)/tests/guest -o $@ $< $(LDFLAGS)
 
 .PHONY: ksft-check
 ksft-check:

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * scx_wsched policy tests that need real parallelism: they measure what
+ * a task on one CPU does to another CPU while both run at once, which
+ * single-threaded TCG (the guest of `make test-guest`, whose vCPUs take
+ * turns for tens of milliseconds) cannot show. `make test-parallel` runs
+ * them in a guest with multi-threaded TCG (WSCHED_LAB_TCG=multi) and 2
+ * vCPUs, one per host CPU.
+ */
+#include <sys/mman.h>
+
+#include "scx_wsched_util.h"
+#include "kselftest_harness.h"
+
+#define OUT_FILE "/tmp/scx_wsched_parallel.out"
+#define ERR_FILE "/tmp/scx_wsched_parallel.err"
+
+FIXTURE(sched) {
+	pid_t pid;
+};
+
+FIXTURE_SETUP(sched)
+{
+	const char *args[] = { NULL };
+	int n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < 2)
+		SKIP(return, "needs at least 2 online CPUs, have %d", n);
+	self->pid = wt_start(args, OUT_FILE, ERR_FILE);
+	ASSERT_LT(0, self->pid)
+		TH_LOG("scx_wsched did not become enabled (or another scheduler was loaded)");
+}
+
+FIXTURE_TEARDOWN(sched)
+{
+	if (self->pid > 0)
+		EXPECT_EQ(0, wt_stop(self->pid));
+}
+
+/* nonvoluntary_ctxt_switches of @pid from /proc, or -1. */
+static long long involuntary_switches(pid_t pid)
+{
+	char path[64], line[256];
+	long long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "nonvoluntary_ctxt_switches: %lld", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/*
+ * A storm of wakeups from another CPU does not take a CPU hog's CPU: on
+ * CPU 1 a hog and a reader blocked on a pipe; on CPU 0 a writer that,
+ * each time the reader has blocked, spins 40 us and writes a byte. Each
+ * wakeup comes from a task on another CPU after a sleep longer than
+ * --wake-preempt-us, to a CPU running a CPU-bound task, so it may preempt
+ * it (wake_preempt()) at most once per --slice-lat-us (1 ms) of the hog's
+ * run. Over 2 s the hog must be switched out involuntarily fewer than
+ * 1,500 times a second. At --wake-preempt-us (30 us) instead, the bound
+ * interrupt wakees have, the reader woke 4,600-8,700 times a second and
+ * the hog kept a fifth to two fifths of its loops (EEVDF about 760 times
+ * and four fifths, in the lab).
+ */
+TEST_F_TIMEOUT(sched, wakeup_storm_from_another_cpu_bounded, 60)
+{
+	/* [0]: the reader is about to block; [1]: the reader's wakeups */
+	volatile long *st = mmap(NULL, 2 * sizeof(*st), PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	long long sw0, sw1, r0, r1;
+	pid_t hog, reader, writer;
+	cpu_set_t cpu0, cpu1;
+	double t0, t1;
+	char c = 0;
+	int fd[2];
+
+	ASSERT_NE(MAP_FAILED, (void *)st);
+	ASSERT_EQ(0, pipe(fd));
+	st[0] = st[1] = 0;
+	CPU_ZERO(&cpu0);
+	CPU_SET(0, &cpu0);
+	CPU_ZERO(&cpu1);
+	CPU_SET(1, &cpu1);
+	hog = fork();
+	ASSERT_LE(0, hog);
+	if (!hog) {
+		volatile unsigned long x = 0;
+
+		if (sched_setaffinity(0, sizeof(cpu1), &cpu1))
+			_exit(1);
+		for (;;)
+			x++;
+	}
+	reader = fork();
+	ASSERT_LE(0, reader);
+	if (!reader) {
+		if (sched_setaffinity(0, sizeof(cpu1), &cpu1))
+			_exit(1);
+		for (;;) {
+			__atomic_store_n(&st[0], 1, __ATOMIC_SEQ_CST);
+			if (read(fd[0], &c, 1) != 1)
+				_exit(1);
+			st[1]++;
+		}
+	}
+	writer = fork();
+	ASSERT_LE(0, writer);
+	if (!writer) {
+		if (sched_setaffinity(0, sizeof(cpu0), &cpu0))
+			_exit(1);
+		for (;;) {
+			double end;
+
+			while (!__atomic_load_n(&st[0], __ATOMIC_SEQ_CST))
+				;
+			end = wt_now() + 40e-6;
+			while (wt_now() < end)
+				;
+			st[0] = 0;
+			if (write(fd[1], &c, 1) != 1)
+				_exit(1);
+		}
+	}
+	wt_sleep(0.5);
+	sw0 = involuntary_switches(hog);
+	r0 = st[1];
+	t0 = wt_now();
+	wt_sleep(2.0);
+	sw1 = involuntary_switches(hog);
+	r1 = st[1];
+	t1 = wt_now();
+	kill(writer, SIGKILL);
+	kill(reader, SIGKILL);
+	kill(hog, SIGKILL);
+	waitpid(writer, NULL, 0);
+	waitpid(reader, NULL, 0);
+	waitpid(hog, NULL, 0);
+	close(fd[0]);
+	close(fd[1]);
+	TH_LOG("reader woken from CPU 0 %.0f times a second; the hog beside it switched out "
+	       "%.0f times a second", (r1 - r0) / (t1 - t0), (sw1 - sw0) / (t1 - t0));
+	ASSERT_LE(0, sw0) TH_LOG("no switch counts for the hog");
+	EXPECT_LT(50 * (t1 - t0), r1 - r0) TH_LOG("the storm did not run");
+	EXPECT_GT(1500 * (t1 - t0), sw1 - sw0);
+	munmap((void *)st, 2 * sizeof(*st));
+	EXPECT_TRUE(wt_enabled());
+}
+
+WT_TEST_HARNESS_MAIN
