@@ -80,7 +80,7 @@
 	X(nr_hint_announced)	/* a thread's slot outside its probe window, learnt from its header */ \
 	X(nr_yield_to_foreign)	/* a yield_to() declined: its target waits on a CPU running another process */ \
 	X(nr_wake_preempt)	/* a wakee earlier in vtime preempted the task its CPU ran */ \
-	X(nr_wake_cuts)		/* a run too young to preempt for a wakee got a timer to end at the bound */ \
+	X(nr_wake_cuts)		/* a run too young to preempt for a wakee, or on a CPU at its rate bound, got a timer to end it */ \
 	X(nr_wake_cut_kicks)	/* ... which fired with that run still on its CPU and kicked it */ \
 	X(nr_yield_plain_kept)	/* a sched_yield() declared plain kept its CPU, no slot read */ \
 	X(nr_slice_ends)	/* a run on a crowded CPU got a timer to end it when its slice does */ \
@@ -89,7 +89,8 @@
 	X(balance_lag_us)	/* summed vtime lag (us) of the heads stolen for balance, behind the thief's next */ \
 	X(nr_steals_balance_early)	/* of nr_steals_balance, CPU-bound heads lagging under a base slice */ \
 	X(nr_wakee_first)	/* a wakee kicked to preempt ran before that dispatch's balance check */ \
-	X(nr_migrate_placed)	/* a task the kernel moved between CPUs lost its lag against its new CPU's */
+	X(nr_migrate_placed)	/* a task the kernel moved between CPUs lost its lag against its new CPU's */ \
+	X(nr_wake_rate_bound)	/* a wakeup preemption waited for its CPU's rate bound (kick_wait()) */
 
 struct wsched_stats {
 #define WSCHED_STAT_FIELD(name) __u64 name;
