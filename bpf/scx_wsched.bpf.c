@@ -1395,7 +1395,7 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
 					 bool here, bool irq, u64 vtime)
 {
 	struct task_struct *curr, *head;
-	u64 ran, since, cvt, now, left, bound = wake_preempt_ns;
+	u64 ran, since, cvt, now, left, wait, bound = wake_preempt_ns;
 
 	if (!wake_preempt_ns || !rq)
 		return;
@@ -1431,8 +1431,9 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
 		return;
 	now = bpf_ktime_get_ns();
 	left = (s64)ran < (s64)bound ? bound - ran : 0;
-	if (kick_wait(cpu, now) > left) {
-		left = kick_wait(cpu, now);
+	wait = kick_wait(cpu, now);
+	if (wait > left) {
+		left = wait;
 		STAT_INC(nr_wake_rate_bound);
 	}
 	if (left) {
