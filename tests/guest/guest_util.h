@@ -4,6 +4,7 @@
 #define WSCHED_GUEST_UTIL_H
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,6 +23,16 @@ static inline int guest_read_line(const char *path, char *buf, size_t len)
 	fclose(f);
 	buf[strcspn(buf, "\n")] = '\0';
 	return 0;
+}
+
+/* Pins the calling thread to @cpu. Returns 0 or -errno. */
+static inline int guest_pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
 }
 
 #endif /* WSCHED_GUEST_UTIL_H */

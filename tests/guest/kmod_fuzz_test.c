@@ -444,7 +444,7 @@ static void atk_victim(int idx, int cpu)
 	unsigned long n = 0;
 
 	if (setgroups(0, NULL) || setgid(ATK_VICTIM_UID) || setuid(ATK_VICTIM_UID) ||
-	    kmod_pin(cpu))
+	    guest_pin(cpu))
 		_exit(3);
 	while (!atomic_load(&atk->go))
 		usleep(1000);
@@ -519,7 +519,7 @@ static void *atk_yield_target(void *arg)
 {
 	atomic_int *tid = arg;
 
-	kmod_pin(atomic_load(tid));
+	guest_pin(atomic_load(tid));
 	atomic_store(tid, -kmod_gettid());
 	for (;;)
 		sched_yield();
@@ -538,7 +538,7 @@ __attribute__((noreturn)) static void atk_yielder(int from, int to)
 		_exit(3);
 	while (atomic_load(&tid) >= 0)
 		usleep(1000);
-	kmod_pin(from);
+	guest_pin(from);
 	while (!atomic_load(&atk->attack))
 		usleep(10000);
 	for (long n = 0;; n++) {

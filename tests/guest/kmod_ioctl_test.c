@@ -66,7 +66,7 @@ static void *peer_main(void *arg)
 	struct peer *p = arg;
 
 	if (p->cpu >= 0)
-		kmod_pin(p->cpu);
+		guest_pin(p->cpu);
 	atomic_store(&p->tid, kmod_gettid());
 	while (!atomic_load_explicit(&p->stop, memory_order_relaxed))
 		if (!p->spin)
@@ -515,7 +515,7 @@ TEST_F(dev, running_target_is_declined)
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		SKIP(return, "needs two CPUs");
-	ASSERT_EQ(0, kmod_pin(0));
+	ASSERT_EQ(0, guest_pin(0));
 	tid = peer_start(&p, true, 1);
 	ASSERT_LT(0, tid);
 	for (round = 0; round < 5 && best < 18; round++) {
@@ -557,7 +557,7 @@ TEST_F(dev, declined_with_fallback_yields)
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		SKIP(return, "needs two CPUs");
-	ASSERT_EQ(0, kmod_pin(1));
+	ASSERT_EQ(0, guest_pin(1));
 	ASSERT_LT(0, peer_start(&spinner, true, 1));
 	tid = peer_start(&sleeper, false, 0);
 	ASSERT_LT(0, tid);

@@ -118,7 +118,7 @@ static void *target_spinner(void *arg)
 {
 	struct spin_ctx *c = arg;
 
-	kmod_pin(0);
+	guest_pin(0);
 	atomic_store(&c->peer, kmod_gettid());
 	while (!atomic_load_explicit(&c->stop, memory_order_relaxed))
 		;
@@ -131,7 +131,7 @@ static void *yield_spinner(void *arg)
 	struct spin_ctx *c = arg;
 	pid_t peer = atomic_load(&c->peer);
 
-	kmod_pin(0);
+	guest_pin(0);
 	while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
 		int ret = kmod_yield_to(c->fd, peer, NULL);
 
@@ -158,7 +158,7 @@ TEST_F(kmod, rmmod_refused_during_ioctls)
 	ASSERT_EQ(0, kmod_load(""));
 	c.fd = kmod_open();
 	ASSERT_LE(0, c.fd);
-	kmod_pin(1);
+	guest_pin(1);
 	ASSERT_EQ(0, pthread_create(&target, NULL, target_spinner, &c));
 	while (!atomic_load(&c.peer))
 		usleep(1000);

@@ -81,7 +81,7 @@ static int run_pinned(enum ws_yield_path path, int n, struct ws_worker_stats *st
 
 	if (sched_getaffinity(0, sizeof(old), &old))
 		return -errno;
-	err = kmod_pin(CPU);
+	err = guest_pin(CPU);
 	if (err)
 		return err;
 	ws_pool_attr_init(&a);
@@ -189,7 +189,7 @@ static void *holder_main(void *arg)
 	struct lock_arena *a = arg;
 	struct timespec t0, t;
 
-	kmod_pin(CPU);
+	guest_pin(CPU);
 	lock_it(a);
 	a->holder_cpu = sched_getcpu();
 	a->held_s = wt_now();
@@ -207,7 +207,7 @@ static void *waiter_main(void *arg)
 {
 	struct lock_arena *a = arg;
 
-	kmod_pin(CPU);
+	guest_pin(CPU);
 	while (!atomic_load(&a->held))
 		sched_yield();
 	a->waiter_cpu = sched_getcpu();

@@ -65,7 +65,7 @@ static void *spinner(void *arg)
 {
 	int id = (int)(long)arg;
 
-	kmod_pin(ar->spin_cpu);
+	guest_pin(ar->spin_cpu);
 	atomic_store(&ar->tid[id], kmod_gettid());
 	while (!atomic_load_explicit(&ar->stop, memory_order_relaxed)) {
 		int none = ID_NONE;
@@ -98,7 +98,7 @@ static int run_rounds_on(int fd, uint32_t flags, int spin_cpu, int gap_us, struc
 	memset(t, 0, sizeof(*t));
 	memset(ar, 0, sizeof(*ar));
 	ar->spin_cpu = spin_cpu;
-	kmod_pin(CPU);
+	guest_pin(CPU);
 	for (i = ID_TARGET; i <= ID_DECOY; i++)
 		pthread_create(&th[i], NULL, spinner, (void *)(long)i);
 	while (!atomic_load(&ar->tid[ID_TARGET]) || !atomic_load(&ar->tid[ID_DECOY]))
@@ -167,7 +167,7 @@ static void *pp_player(void *arg)
 	struct pingpong *pp = ((struct pp_arg *)arg)->pp;
 	int me = ((struct pp_arg *)arg)->me, peer = !me;
 
-	kmod_pin(CPU);
+	guest_pin(CPU);
 	atomic_store(&pp->tids[me], kmod_gettid());
 	while (!atomic_load(&pp->tids[peer]))
 		sched_yield();
@@ -553,7 +553,7 @@ static void *yf_player(void *arg)
 {
 	struct yf_arg *a = arg;
 
-	kmod_pin(CPU);
+	guest_pin(CPU);
 	atomic_store(&a->tids[a->me], kmod_gettid());
 	while (!atomic_load(&a->tids[!a->me]))
 		usleep(1000);
@@ -571,7 +571,7 @@ static void *yf_hog(void *arg)
 	atomic_int *stop = arg;
 	struct timespec ts;
 
-	kmod_pin(CPU);
+	guest_pin(CPU);
 	while (!atomic_load_explicit(stop, memory_order_relaxed))
 		;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -637,7 +637,7 @@ static void foreign_victim(struct foreign *f)
 	unsigned long n = 0;
 	struct rusage r0, r1;
 
-	if (setgid(65534) || setuid(65534) || kmod_pin(CPU + 1))
+	if (setgid(65534) || setuid(65534) || guest_pin(CPU + 1))
 		_exit(3);
 	while (!atomic_load(&f->go))
 		usleep(1000);
@@ -656,7 +656,7 @@ static void *foreign_target(void *arg)
 {
 	struct foreign *f = arg;
 
-	kmod_pin(CPU + 1);
+	guest_pin(CPU + 1);
 	atomic_store(&f->target_tid, kmod_gettid());
 	while (!atomic_load_explicit(&f->stop, memory_order_relaxed))
 		sched_yield();
@@ -667,7 +667,7 @@ static void *foreign_sleeper(void *arg)
 {
 	struct foreign *f = arg;
 
-	kmod_pin(CPU + 1);	/* each call locks the victim's runqueue, as the attack's */
+	guest_pin(CPU + 1);	/* each call locks the victim's runqueue, as the attack's */
 	atomic_store(&f->sleeper_tid, kmod_gettid());
 	while (!atomic_load(&f->stop))
 		usleep(10000);
@@ -690,7 +690,7 @@ static long foreign_run(int fd, bool attack, struct foreign *f)
 		return -1;
 	if (!victim)
 		foreign_victim(f);
-	kmod_pin(CPU);
+	guest_pin(CPU);
 	pthread_create(&th, NULL, foreign_target, f);
 	pthread_create(&sleeper, NULL, foreign_sleeper, f);
 	while (!atomic_load(&f->target_tid) || !atomic_load(&f->sleeper_tid))

@@ -234,15 +234,6 @@ static inline int kmod_klog_bad_lines(void)
 	return count;
 }
 
-static inline int kmod_pin(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
-}
-
 static inline uint64_t kmod_now_ns(void)
 {
 	struct timespec ts;

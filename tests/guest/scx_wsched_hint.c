@@ -239,15 +239,6 @@ static pid_t gettid_(void)
 	return (pid_t)syscall(SYS_gettid);
 }
 
-static void pin(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set);
-}
-
 static void *shared_mem(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -1391,7 +1382,7 @@ static void register_outside_window(void)
 
 static void spinner(struct spin_shared *sh, enum spin_mode mode)
 {
-	pin(HOG_CPU);
+	guest_pin(HOG_CPU);
 	sh->tid = gettid_();
 	if (spin_window_taken)
 		register_outside_window();
@@ -1462,7 +1453,7 @@ static void exec_preload_spinner(struct spin_shared *sh)
 	exe[n] = 0;
 	snprintf(run, sizeof(run), "%s/../../bin/wsched-run", dirname(exe));	/* exe: its dir */
 	snprintf(prog, sizeof(prog), "%s/../native/preload_test", exe);
-	pin(HOG_CPU);
+	guest_pin(HOG_CPU);
 	sh->tid = gettid_();
 	sh->ready = 1;
 	execl(run, run, "--", prog, "--scenario", "spin_cs", (char *)NULL);
@@ -1550,7 +1541,7 @@ TEST_F_TIMEOUT(hint, foreign_tids_in_own_slots_give_no_grace, 60)
 		unsigned long long n = 0;
 		__u32 i;
 
-		pin(ATK_CPU);
+		guest_pin(ATK_CPU);
 		slots = raw_register();
 		if (!slots)
 			_exit(2);
@@ -1615,7 +1606,7 @@ TEST_F_TIMEOUT(hint, malformed_own_slot_is_counted_and_ignored, 60)
 		pid_t tid = gettid_();
 		unsigned long long n = 0;
 
-		pin(HOG_CPU);
+		guest_pin(HOG_CPU);
 		slots = raw_register();
 		if (!slots)
 			_exit(2);
@@ -1973,7 +1964,7 @@ static void *yall_spinner(void *arg)
 {
 	struct yall *y = arg;
 
-	pin(1);
+	guest_pin(1);
 	y->ready = 1;
 	while (!y->stop)
 		y->counter++;
@@ -1983,7 +1974,7 @@ static void *yall_spinner(void *arg)
 /* Pin the caller and the spinner to CPU 1; returns once the spinner runs. */
 static int yall_start(struct yall *y, pthread_t *sp)
 {
-	pin(1);
+	guest_pin(1);
 	if (pthread_create(sp, NULL, yall_spinner, y))
 		return -1;
 	while (!y->ready)
@@ -2112,7 +2103,7 @@ TEST_F_TIMEOUT(hint, yield_declared_plain_is_plain_and_cheap_when_alone, 60)
 	pthread_t sp;
 	int i, ran_cs, ran_out;
 
-	pin(1);
+	guest_pin(1);
 	ASSERT_EQ(0, ws_thread_register());
 	ASSERT_EQ(0, read_stats(&s0));
 	ws_critical_enter();
@@ -2224,7 +2215,7 @@ static void *demo_spinner(void *arg)
 	struct demo_arg *a = arg;
 	struct timespec ts;
 
-	pin(1);
+	guest_pin(1);
 	if (ws_thread_register())
 		return NULL;
 	ws_hint_set_state(a->state);
@@ -2289,7 +2280,7 @@ static void share_child(struct demo *sh, int idx, bool liar)
 {
 	struct timespec ts;
 
-	pin(1);
+	guest_pin(1);
 	if (ws_thread_register())
 		_exit(3);
 	if (liar)

@@ -17,6 +17,7 @@
 
 FIXTURE(sched) {
 	pid_t pid;
+	struct wt_hogs hogs;
 };
 
 FIXTURE_SETUP(sched)
@@ -26,6 +27,7 @@ FIXTURE_SETUP(sched)
 
 	if (n < 2)
 		SKIP(return, "needs at least 2 online CPUs, have %d", n);
+	ASSERT_EQ(0, wt_hogs_init(&self->hogs));
 	self->pid = wt_shared_start(args, OUT_FILE, ERR_FILE);
 	ASSERT_LT(0, self->pid)
 		TH_LOG("scx_wsched did not become enabled (or another scheduler was loaded)");
@@ -41,6 +43,7 @@ FIXTURE_SETUP(sched)
  */
 FIXTURE_TEARDOWN(sched)
 {
+	wt_hogs_stop(&self->hogs);
 }
 
 /* The shared loader still runs and the scheduler is enabled. */
@@ -66,30 +69,16 @@ static long long involuntary_switches(pid_t pid)
 	return n;
 }
 
-/* Pin the calling process to @cpu; 0 or -1. */
-static int pin_to(int cpu)
+/* A CPU hog pinned to @cpu (wt_hog_start()); its pid, or -1. */
+static pid_t hog_on(struct wt_hogs *hogs, int cpu)
 {
 	cpu_set_t set;
+	int i;
 
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set);
-}
-
-/* A child process spinning on @cpu until killed; its pid, or -1. */
-static pid_t hog_on(int cpu)
-{
-	pid_t pid = fork();
-
-	if (!pid) {
-		volatile unsigned long x = 0;
-
-		if (pin_to(cpu))
-			_exit(1);
-		for (;;)
-			x++;
-	}
-	return pid;
+	i = wt_hog_start(hogs, 0, &set);
+	return i < 0 ? -1 : hogs->pid[i];
 }
 
 /* SIGKILL and reap the @n children in @pids (those > 0). */
@@ -150,18 +139,18 @@ TEST_F_TIMEOUT(sched, wakeup_storm_from_another_cpu_bounded, 60)
 	/* [0]: the reader is about to block; [1]: the reader's wakeups */
 	volatile long *st = mmap(NULL, 2 * sizeof(*st), PROT_READ | PROT_WRITE,
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	pid_t pids[3] = { -1, -1, -1 };	/* hog, reader, writer */
+	pid_t hog, pids[2] = { -1, -1 };	/* reader, writer */
 	char c = 0;
 	int fd[2];
 
 	ASSERT_NE(MAP_FAILED, (void *)st);
 	ASSERT_EQ(0, pipe(fd));
 	st[0] = st[1] = 0;
-	pids[0] = hog_on(1);
-	ASSERT_LE(0, pids[0]);
-	pids[1] = fork();
-	if (!pids[1]) {
-		if (pin_to(1))
+	hog = hog_on(&self->hogs, 1);
+	ASSERT_LT(0, hog);
+	pids[0] = fork();
+	if (!pids[0]) {
+		if (guest_pin(1))
 			_exit(1);
 		for (;;) {
 			__atomic_store_n(&st[0], 1, __ATOMIC_SEQ_CST);
@@ -170,9 +159,9 @@ TEST_F_TIMEOUT(sched, wakeup_storm_from_another_cpu_bounded, 60)
 			st[1]++;
 		}
 	}
-	pids[2] = fork();
-	if (!pids[2]) {
-		if (pin_to(0))
+	pids[1] = fork();
+	if (!pids[1]) {
+		if (guest_pin(0))
 			_exit(1);
 		for (;;) {
 			double end;
@@ -187,13 +176,13 @@ TEST_F_TIMEOUT(sched, wakeup_storm_from_another_cpu_bounded, 60)
 				_exit(1);
 		}
 	}
-	if (pids[1] > 0 && pids[2] > 0)
-		expect_hog_spared(_metadata, pids[0], &st[1], "reader woken from CPU 0");
-	kill_all(pids, 3);
+	if (pids[0] > 0 && pids[1] > 0)
+		expect_hog_spared(_metadata, hog, &st[1], "reader woken from CPU 0");
+	kill_all(pids, 2);
 	close(fd[0]);
 	close(fd[1]);
+	ASSERT_LT(0, pids[0]);
 	ASSERT_LT(0, pids[1]);
-	ASSERT_LT(0, pids[2]);
 	munmap((void *)st, 2 * sizeof(*st));
 	EXPECT_TRUE(sched_ok());
 }
@@ -215,27 +204,27 @@ TEST_F_TIMEOUT(sched, timer_storm_bounded, 60)
 {
 	volatile long *wakeups = mmap(NULL, sizeof(*wakeups), PROT_READ | PROT_WRITE,
 				      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	pid_t pids[2] = { -1, -1 };	/* hog, sleeper */
+	pid_t hog, sleeper;
 
 	ASSERT_NE(MAP_FAILED, (void *)wakeups);
 	*wakeups = 0;
-	pids[0] = hog_on(1);
-	ASSERT_LE(0, pids[0]);
-	pids[1] = fork();
-	if (!pids[1]) {
+	hog = hog_on(&self->hogs, 1);
+	ASSERT_LT(0, hog);
+	sleeper = fork();
+	if (!sleeper) {
 		const struct timespec ts = { .tv_nsec = 40 * 1000 };
 
-		if (pin_to(1))
+		if (guest_pin(1))
 			_exit(1);
 		for (;;) {
 			nanosleep(&ts, NULL);
 			(*wakeups)++;
 		}
 	}
-	if (pids[1] > 0)
-		expect_hog_spared(_metadata, pids[0], wakeups, "sleeper woken by its timer");
-	kill_all(pids, 2);
-	ASSERT_LT(0, pids[1]);
+	if (sleeper > 0)
+		expect_hog_spared(_metadata, hog, wakeups, "sleeper woken by its timer");
+	kill_all(&sleeper, 1);
+	ASSERT_LT(0, sleeper);
 	munmap((void *)wakeups, sizeof(*wakeups));
 	EXPECT_TRUE(sched_ok());
 }
