@@ -1305,15 +1305,14 @@ static __always_inline bool wake_cut_arm(s32 cpu, struct task_struct *curr, u64 
  * The rate bound of wakeup preemption per CPU, whatever the wakees: at
  * most WAKE_KICK_BURST switches in a row, and one per lat_slice_ns
  * (--slice-lat-us, 1 ms) on average. The bound on the running task's run
- * (wake_preempt_ns) alone let a task that sleeps a little longer than it,
- * woken by its timer each time, switch a CPU hog out at every wakeup:
- * with 40 us sleeps, over 5,000 times a second in the lab, the hog
- * keeping 44% of the loops it runs alone (EEVDF, which preempts for such
- * a wakee too, 58%; with this bound 87%: test timer_storm_bounded, in
- * tests/parallel/). A periodic thread (a timer, audio, a heartbeat: a
- * wakeup per millisecond or fewer per CPU) never meets this bound and
- * keeps its prompt start; a faster stream of wakees waits up to about
- * lat_slice_ns each, what slices near them are cut to anyway (lat_cut()).
+ * (wake_preempt_ns) alone lets a task that sleeps a little longer than
+ * it, woken by its timer each time, switch a CPU hog out at every
+ * wakeup, so that the hog's CPU goes to switches rather than to either
+ * task (test timer_storm_bounded, in tests/parallel/). A periodic thread
+ * (a timer, audio, a heartbeat: a wakeup per millisecond or fewer per
+ * CPU) never meets this bound and keeps its prompt start; a faster
+ * stream of wakees waits up to about lat_slice_ns each, what slices near
+ * them are cut to anyway (lat_cut()).
  * A generic cell rate algorithm: kick_tat[] is when the next switch would
  * be due at the sustained rate; a switch at @now conforms when that is at
  * most (WAKE_KICK_BURST - 1) periods ahead of @now. Every switch the rule
