@@ -148,6 +148,12 @@ const volatile u64 wake_preempt_ns = WSCHED_WAKE_PREEMPT_US_DFL * 1000ULL;
  * from an interrupt was queued there lately (lat_cut()); min_slice(): none. */
 const volatile u64 lat_slice_ns = WSCHED_SLICE_LAT_US_DFL * 1000ULL;
 const volatile bool slice_end_timer = true;	/* not --no-slice-timer: slice_ends */
+/*
+ * The loader's process id in the kernel's (initial) PID namespace, 0 where
+ * it cannot tell: a wakeup of the scheduler's own loader is never counted
+ * as woken from an interrupt (ws_irq_wakeup()).
+ */
+const volatile u32 loader_tgid;
 const volatile u32 nr_cpus = 1;
 const volatile u32 nr_llcs = 1;
 /* The loader's reading of /sys/devices/system/cpu/smt/active (true when it
@@ -854,6 +860,20 @@ static __always_inline bool woken_in_irq(void)
 }
 
 /*
+ * Is @p, waking, woken from an interrupt (woken_in_irq()) as a task that
+ * waits for time? Not the scheduler's own loader (loader_tgid): it wakes
+ * every 100 ms from its poll's timeout to print its counters and to see
+ * whether the scheduler has exited, not for anyone waiting on it, and
+ * counted so, it kept the slice timer (slice_ends) armed and its CPU's
+ * slices cut to lat_slice_ns for a base slice after each of them, on a
+ * machine with no task that waits for time: a build's or hackbench's.
+ */
+static __always_inline bool ws_irq_wakeup(struct task_struct *p)
+{
+	return woken_in_irq() && (!loader_tgid || (u32)p->tgid != loader_tgid);
+}
+
+/*
  * Did @p wait for time rather than for another task: is it woken from an
  * interrupt (@irq: woken_in_irq()), or did it sleep at least
  * wake_preempt_ns (se.exec_start is where its last run stopped, by the
@@ -1542,7 +1562,7 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 		rq = enqueue_rq(cpu);
 	/* Woken from an interrupt: read once, for placement, the shorter
 	 * cut and wakeup preemption. */
-	irq = wakeup && woken_in_irq();
+	irq = wakeup && ws_irq_wakeup(p);
 	if (wakeup) {
 		wake_credit(p, cpu, rq, irq);
 		lat_wake_note(p, cpu, irq);

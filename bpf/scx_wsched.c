@@ -698,6 +698,9 @@ static int configure(struct scx_wsched *skel, const struct opts *o, int nr_cpus)
 	skel->rodata->grace_ns = o->grace_us * 1000ULL;
 	skel->rodata->hint_observe = o->observe;
 	skel->rodata->nr_cpus = nr_cpus;
+	/* getpid() is the kernel's id only in the initial PID namespace. */
+	if (pid_ns_initial() == 1)
+		skel->rodata->loader_tgid = getpid();
 	/* After hotplug_seq: a change of SMT since is a restart. Unknown
 	 * (no such file) counts as SMT: select_cpu's shortcut stays off. */
 	skel->rodata->smt_active = read_long("/sys/devices/system/cpu/smt/active") != 0;

@@ -299,6 +299,16 @@ long hint_parse_group(const char *name)
 
 #define HINT_PID_NS_INIT_INO	0xEFFFFFFCu	/* the kernel's PROC_PID_INIT_INO */
 
+/* The initial namespace's inode number is fixed (PROC_PID_INIT_INO). */
+int pid_ns_initial(void)
+{
+	struct stat st;
+
+	if (stat("/proc/self/ns/pid", &st))
+		return -1;
+	return st.st_ino == HINT_PID_NS_INIT_INO;
+}
+
 /* bind(2) @fd to @name in the directory @dfd: from inside it (a relative
  * sun_path), so that nothing resolves the directory's path again. */
 static int hint_bind_at(int fd, int dfd, const char *name)
@@ -367,10 +377,9 @@ static int hint_listen(struct hint_server *hs, const char *path, long gid,
 	 * SO_PEERCRED gives a client's pid as seen from this process's PID
 	 * namespace, and hint_procs is keyed by the kernel's (the initial
 	 * namespace's) tgid: elsewhere every entry would name another
-	 * process. The initial namespace's inode number is fixed
-	 * (PROC_PID_INIT_INO); without /proc there is nothing to check.
+	 * process. Without /proc there is nothing to check.
 	 */
-	if (!stat("/proc/self/ns/pid", &st) && st.st_ino != HINT_PID_NS_INIT_INO) {
+	if (!pid_ns_initial()) {
 		snprintf(why, why_len,
 			 "the loader runs in a PID namespace other than the initial one, "
 			 "where its clients' process ids are not the kernel's");

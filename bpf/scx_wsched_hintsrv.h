@@ -36,6 +36,11 @@ struct hint_server_counts {
 	unsigned long nr_threads_refused;
 };
 
+/* Whether this process runs in the kernel's initial PID namespace, where
+ * its process ids are the kernel's: 1 yes, 0 no, -1 cannot tell (no
+ * /proc). */
+int pid_ns_initial(void);
+
 /* Group name or number -> gid; -1 if unknown. */
 long hint_parse_group(const char *name);
 

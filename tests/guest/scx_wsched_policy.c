@@ -360,8 +360,7 @@ TEST_F_TIMEOUT(sched, slice_min_sets_the_crowded_slice, 60 + 3 * WT_LOAD_ALLOWAN
  * --no-slice-timer the kernel ends the cut slice only at the tick after it
  * ran out. At HZ=250 that is about 2.5 ms against 8 ms a run; at HZ=1000,
  * 1.25 ms against 2. Without the sleeper the timer is armed only in the
- * base slices after the odd timer wakeup of the loader's and the test's
- * own sleeps. Asserted: at least 1.3x the preemptions with the timer, its
+ * base slices after the test's own sleeps end. Asserted: at least 1.3x the preemptions with the timer, its
  * kicks counted, no timer armed without it, and without the sleeper at
  * most a quarter of the armings beside it.
  */
@@ -423,6 +422,79 @@ TEST_F_TIMEOUT(sched, slices_short_near_a_timer_wakee, 60 + 2 * WT_LOAD_ALLOWANC
 	EXPECT_LE(off * 13 / 10, on);
 	EXPECT_LT(0, cuts_on);
 	EXPECT_EQ(0, cuts_off);
+	EXPECT_EQ(0, sched_ok());
+}
+
+/*
+ * Wait, spinning rather than sleeping (no timer of this process's to wake
+ * it), until @path holds @n more whole JSON lines than @n0, up to @timeout
+ * s; whether they came.
+ */
+static bool json_spin_wait(const char *path, int n0, int n, double timeout)
+{
+	double end = wt_now() + timeout, next;
+
+	do {
+		if (wt_json_lines(path) >= n0 + n)
+			return true;
+		for (next = wt_now() + 0.01; wt_now() < next;)
+			;
+	} while (wt_now() < end);
+	return false;
+}
+
+/*
+ * The scheduler's own loader wakes from its poll's timeout every 100 ms;
+ * it is not a task that waits for time (ws_irq_wakeup()), so its wakeups
+ * arm no slice timer and cut no slice to --slice-lat-us. A loader with a
+ * 100 ms base slice (a mark lasts a base slice: counted, the loader's
+ * wakeups would keep its CPU marked all the time) moved to CPU 2 beside
+ * three hogs, one hog on every other CPU but CPU 3, where this test waits
+ * by spinning (a wakee that finds an idle CPU is dispatched to it, never
+ * queued, and marks nothing), nothing else woken by a timer: over the 3 s
+ * between two of the loader's counter lines, no slice timer armed and no
+ * slice cut to --slice-lat-us, where CPU 2's tick would otherwise cut
+ * nearly every run to it and arm the timer.
+ */
+TEST_F_TIMEOUT(sched, loader_wakeups_arm_no_slice_timer, 60 + WT_LOAD_ALLOWANCE)
+{
+	const char *args[] = { "--slice-us", "100000", "--stats", "1", "--json", NULL };
+	long long ends0, ends1, cuts0, cuts1;
+	cpu_set_t on, all;
+	int i, n, n0;
+	bool seen;
+
+	self->pid = wt_shared_start(args, OUT_FILE, ERR_FILE);
+	ASSERT_LT(0, self->pid);
+	ASSERT_EQ(0, guest_pin(3));
+	for (i = 0; i < self->nr_cpus; i++) {
+		if (i == 3)
+			continue;
+		CPU_ZERO(&on);
+		CPU_SET(i, &on);
+		for (n = i == 2 ? 3 : 1; n > 0; n--)
+			ASSERT_LE(0, wt_hog_start(&self->hogs, 0, &on));
+	}
+	ASSERT_EQ(0, sched_setaffinity(self->pid, sizeof(on), &on));	/* CPU 2 */
+	n0 = wt_json_lines(OUT_FILE);
+	seen = json_spin_wait(OUT_FILE, n0, 2, 10);
+	ends0 = wt_json_last(OUT_FILE, "nr_slice_ends");
+	cuts0 = wt_json_last(OUT_FILE, "nr_lat_slices");
+	seen = seen && json_spin_wait(OUT_FILE, n0 + 2, 3, 10);
+	ends1 = wt_json_last(OUT_FILE, "nr_slice_ends");
+	cuts1 = wt_json_last(OUT_FILE, "nr_lat_slices");
+	all_cpus(&all, self->nr_cpus);
+	/* Back on every CPU, for the tests after this one. */
+	ASSERT_EQ(0, sched_setaffinity(self->pid, sizeof(all), &all));
+	wt_hogs_stop(&self->hogs);
+	ASSERT_TRUE(seen);
+	ASSERT_LE(0, ends0);
+	ASSERT_LE(0, cuts0);
+	TH_LOG("the loader (100 ms slices) and 3 hogs on CPU 2, 3 s with no other timer wakee: "
+	       "slice timer armed %lld times, %lld slices cut to --slice-lat-us",
+	       ends1 - ends0, cuts1 - cuts0);
+	EXPECT_EQ(0, ends1 - ends0);
+	EXPECT_EQ(0, cuts1 - cuts0);
 	EXPECT_EQ(0, sched_ok());
 }
 

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -294,26 +295,46 @@ static inline bool wt_keep_same(const struct wt_keep_req *a, const struct wt_kee
 	       !strcmp(a->err, b->err);
 }
 
-/* The keeper: serves requests until end of file, then stops the loader. */
+/* A pidfd of child @pid (readable once it exits), or -1. */
+static inline int wt_pidfd(pid_t pid)
+{
+	return pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+}
+
+/*
+ * The keeper: serves requests until end of file, then stops the loader.
+ * It sleeps in poll() on its request pipe and the loader's pidfd, with no
+ * timeout while it has the pidfd: a task woken by a timer is one the
+ * scheduler's latency rules look after (lat_any_at, in the BPF object),
+ * and a keeper waking every few hundred ms would make those rules act in
+ * every test (loader_wakeups_arm_no_slice_timer counts them).
+ */
 static inline void wt_keeper_loop(int rfd, int wfd)
 {
 	struct wt_keep_req cur, r;
 	pid_t pid = 0;
 	int died = -1;	/* exit status of a loader that ended by itself */
+	int pidfd = -1;
 
 	memset(&cur, 0, sizeof(cur));
 	for (;;) {
-		struct pollfd pfd = { .fd = rfd, .events = POLLIN };
+		struct pollfd pfd[2] = { { .fd = rfd, .events = POLLIN },
+					 { .fd = pidfd, .events = POLLIN } };
 		const char *args[WT_KEEP_ARGS + 1];
 		struct wt_keep_ans a;
-		int n = poll(&pfd, 1, 200), st, i;
+		int st, i;
 		ssize_t got;
 
+		poll(pfd, 2, pid > 0 && pidfd < 0 ? 200 : -1);
 		if (pid > 0 && waitpid(pid, &st, WNOHANG) == pid) {
 			died = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 			pid = 0;
 		}
-		if (n <= 0)
+		if (pid <= 0 && pidfd >= 0) {
+			close(pidfd);
+			pidfd = -1;
+		}
+		if (!(pfd[0].revents & (POLLIN | POLLHUP)))
 			continue;
 		got = read(rfd, &r, sizeof(r));
 		if (got == 0 || (got < 0 && errno != EINTR))
@@ -336,6 +357,9 @@ static inline void wt_keeper_loop(int rfd, int wfd)
 				}
 				args[i] = NULL;
 				pid = wt_start(args, r.out[0] ? r.out : NULL, r.err[0] ? r.err : NULL);
+				if (pidfd >= 0)
+					close(pidfd);
+				pidfd = wt_pidfd(pid);
 				cur = r;
 				died = -1;
 			}
