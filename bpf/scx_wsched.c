@@ -367,6 +367,15 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Sleep @s seconds, or until a signal's handler runs (nanosleep() is never
+ * restarted after one). */
+static void sleep_s(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (time_t)s) * 1e9) };
+
+	nanosleep(&ts, NULL);
+}
+
 /* The fd of the newest BPF map named @name (the last loaded), or -1. */
 static int map_fd_by_name(const char *name)
 {
@@ -417,7 +426,7 @@ static int monitor(unsigned long secs, bool json, const char *scx_sysfs)
 	__u64 prev[WSCHED_NR_STATS], cur[WSCHED_NR_STATS];
 	char path[512], state[64] = "?", ops[128] = "?";
 	int nr_cpus = libbpf_num_possible_cpus(), fd, lines = 0;
-	double t0 = now_s(), t_prev = t0, t;
+	double t0 = now_s(), t_prev = t0, t, left;
 
 	if (geteuid() != 0) {
 		fprintf(stderr, "%s: must run as root to read the scheduler's counters\n", prog);
@@ -443,8 +452,12 @@ static int monitor(unsigned long secs, bool json, const char *scx_sysfs)
 		return EX_LOAD;
 	}
 	while (!exit_req) {
-		for (t = now_s(); !exit_req && now_s() < t + secs;)
-			usleep(100000);
+		/* One sleep to the next line, which a signal ends early: a
+		 * monitor woken every 100 ms by a timer would be a task that
+		 * waits for time to the scheduler it watches, which serves
+		 * such tasks with shorter slices and its slice timer. */
+		for (t = now_s(); !exit_req && (left = t + secs - now_s()) > 0;)
+			sleep_s(left);
 		if (exit_req)
 			break;
 		if (read_stats(fd, nr_cpus, cur)) {

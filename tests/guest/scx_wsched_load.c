@@ -172,8 +172,11 @@ static long long json_first(const char *path, const char *name)
 /*
  * --stats with --json prints one JSON object per line, with the counters.
  * While that loader runs, --monitor reads the same counters without
- * loading anything: as JSON lines (totals that grow) and as a table; once
- * no scx_wsched runs it says so and exits 1.
+ * loading anything: as JSON lines (totals that grow) and as a table,
+ * sleeping to each line in one go (a monitor waking ten times a second
+ * from a timer would be served as a task that waits for time): at most 6
+ * voluntary switches in 2 s with --monitor 1, against 20 for a 100 ms
+ * sleep loop; once no scx_wsched runs it says so and exits 1.
  */
 TEST_F_TIMEOUT(load, stats_json_and_monitor, 90)
 {
@@ -181,15 +184,21 @@ TEST_F_TIMEOUT(load, stats_json_and_monitor, 90)
 	const char *mon_json[] = { "--monitor", "1", "--json", NULL };
 	const char *mon_text[] = { "--monitor", "1", NULL };
 	const char *out = "/tmp/scx_wsched_json.out", *mout = "/tmp/scx_wsched_monitor.out";
+	long long sleeps;
 	pid_t mon;
 
 	self->pid = wt_start(args, out, ERR_FILE);
 	ASSERT_LT(0, self->pid);
 	mon = wt_proc_spawn(mon_json, mout, ERR_FILE);
 	ASSERT_LT(0, mon);
-	wt_sleep(3.5);
+	wt_sleep(1.5);
+	sleeps = wt_ctxt_switches(mon, "voluntary");
+	wt_sleep(2.0);
+	sleeps = sleeps < 0 ? -1 : wt_ctxt_switches(mon, "voluntary") - sleeps;
 	EXPECT_EQ(0, wt_stop(mon)) TH_LOG("--monitor --json did not stop with status 0");
 	EXPECT_LE(2, wt_json_lines(mout));
+	EXPECT_LE(0, sleeps);
+	EXPECT_GE(6, sleeps) TH_LOG("--monitor 1 switched out %lld times in 2 s", sleeps);
 	EXPECT_LT(json_first(mout, "nr_enqueued") + json_first(mout, "nr_direct_dispatch"),
 		  wt_json_last(mout, "nr_enqueued") + wt_json_last(mout, "nr_direct_dispatch"))
 		TH_LOG("the monitored counters did not grow");

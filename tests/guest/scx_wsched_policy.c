@@ -215,25 +215,6 @@ TEST_F_TIMEOUT(sched, fairness_nice, 60)
 	EXPECT_EQ(0, sched_ok());
 }
 
-/* Context switches of process @pid so far, of @kind "voluntary" or
- * "nonvoluntary" (the fields of /proc/PID/status), or -1. */
-static long long ctxt_switches(pid_t pid, const char *kind)
-{
-	char path[64], line[256], fmt[64];
-	long long n = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	snprintf(fmt, sizeof(fmt), "%s_ctxt_switches: %%lld", kind);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, fmt, &n) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return n;
-}
-
 static long long ts_ns(const struct timespec *t)
 {
 	return t->tv_sec * 1000000000LL + t->tv_nsec;
@@ -302,10 +283,10 @@ static long long crowded_preemptions_beside(FIXTURE_DATA(sched) *self, const cha
 		return -1;
 	wt_sleep(0.5);
 	for (i = 0; i < 3; i++)
-		a[i] = ctxt_switches(self->hogs.pid[i], "nonvoluntary");
+		a[i] = wt_ctxt_switches(self->hogs.pid[i], "nonvoluntary");
 	wt_sleep(2.0);
 	for (i = 0; i < 3; i++) {
-		b[i] = ctxt_switches(self->hogs.pid[i], "nonvoluntary");
+		b[i] = wt_ctxt_switches(self->hogs.pid[i], "nonvoluntary");
 		if (a[i] < 0 || b[i] < a[i])
 			return -1;
 		sum += b[i] - a[i];
@@ -1527,14 +1508,14 @@ static void pinned_wakeups(struct __test_metadata *_metadata, FIXTURE_DATA(sched
 	wt_sleep(1.1);
 	wt_json_next(OUT_FILE);
 	iwi0 = irq_work_count();
-	sleeps0 = ctxt_switches(t, "voluntary");
+	sleeps0 = wt_ctxt_switches(t, "voluntary");
 	att0 = wt_json_last(OUT_FILE, "nr_steal_attempts");
 	steals0 = wt_json_last(OUT_FILE, "nr_steals");
 	k0 = wake_kicks();
 	wt_sleep(1.5);
 	wt_json_next(OUT_FILE);
 	iwi1 = irq_work_count();
-	sleeps1 = ctxt_switches(t, "voluntary");
+	sleeps1 = wt_ctxt_switches(t, "voluntary");
 	att1 = wt_json_last(OUT_FILE, "nr_steal_attempts");
 	steals1 = wt_json_last(OUT_FILE, "nr_steals");
 	k1 = wake_kicks();

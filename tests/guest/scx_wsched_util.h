@@ -48,6 +48,25 @@ static inline void wt_sleep(double s)
 		;
 }
 
+/* Context switches of process @pid so far, of @kind "voluntary" or
+ * "nonvoluntary" (the fields of /proc/PID/status), or -1. */
+static inline long long wt_ctxt_switches(pid_t pid, const char *kind)
+{
+	char path[64], line[256], fmt[64];
+	long long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	snprintf(fmt, sizeof(fmt), "%s_ctxt_switches: %%lld", kind);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, fmt, &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
 /* utime + stime of process @pid, in seconds; -1 if unreadable. */
 static inline double wt_proc_cpu_s(pid_t pid)
 {
