@@ -875,7 +875,7 @@ static __always_inline bool ws_irq_wakeup(struct task_struct *p)
 
 /*
  * Did @p wait for time rather than for another task: is it woken from an
- * interrupt (@irq: woken_in_irq()), or did it sleep at least
+ * interrupt (@irq: ws_irq_wakeup()), or did it sleep at least
  * wake_preempt_ns (se.exec_start is where its last run stopped, by the
  * clock rq->clock_task gives)? A periodic task that was woken late sleeps
  * less than its period the next time, or not at all; the interrupt still
@@ -1365,7 +1365,7 @@ static __always_inline void kick_charge(s32 cpu, u64 at)
 }
 
 /*
- * Wakeup preemption. A task woken from an interrupt (woken_in_irq(): by a
+ * Wakeup preemption. A task woken from an interrupt (ws_irq_wakeup(): by a
  * timer, a device, the network), or by a task on another CPU after it
  * waited for time (waited_for_time()) when the task it would preempt is
  * CPU-bound (cpu_bound()), onto a deque whose CPU runs another task,
@@ -1496,7 +1496,7 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
 
 /*
  * Slices near a task that waits for time. A user task woken from an
- * interrupt (a timer's expiry, a device: woken_in_irq()) queued on @cpu's
+ * interrupt (a timer's expiry, a device: ws_irq_wakeup()) queued on @cpu's
  * deque marks the CPU for a base slice (lat_wake_note()); while marked, a
  * crowded CPU cuts the slices of the tasks it runs to lat_slice_ns instead
  * of min_slice() (lat_cut(), from ops.tick). Such a task preempts the
