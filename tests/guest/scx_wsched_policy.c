@@ -265,17 +265,15 @@ static long long crowded_preemptions_beside(FIXTURE_DATA(sched) *self, const cha
 					    long long period_ns, int sleeper_cpu)
 {
 	long long a[3], b[3], sum = 0;
-	cpu_set_t cpu2, on;
+	cpu_set_t on;
 	pid_t sleeper = 0;
 	int i;
 
 	self->pid = wt_shared_start(args, OUT_FILE, ERR_FILE);
 	if (self->pid <= 0)
 		return -1;
-	CPU_ZERO(&cpu2);
-	CPU_SET(2, &cpu2);
 	for (i = 0; i < 3; i++)
-		if (wt_hog_start(&self->hogs, 0, &cpu2) < 0)
+		if (wt_hog_on(&self->hogs, 2) < 0)
 			return -1;
 	CPU_ZERO(&on);
 	CPU_SET(sleeper_cpu, &on);
@@ -341,9 +339,10 @@ TEST_F_TIMEOUT(sched, slice_min_sets_the_crowded_slice, 60 + 3 * WT_LOAD_ALLOWAN
  * --no-slice-timer the kernel ends the cut slice only at the tick after it
  * ran out. At HZ=250 that is about 2.5 ms against 8 ms a run; at HZ=1000,
  * 1.25 ms against 2. Without the sleeper the timer is armed only in the
- * base slices after the test's own sleeps end. Asserted: at least 1.3x the preemptions with the timer, its
- * kicks counted, no timer armed without it, and without the sleeper at
- * most a quarter of the armings beside it.
+ * base slices after the test's own sleeps end. Asserted: at least 1.3x
+ * the preemptions with the timer, its kicks counted, no timer armed
+ * without it, and without the sleeper at most a quarter of the armings
+ * beside it.
  */
 TEST_F_TIMEOUT(sched, slice_ends_on_time, 60 + 3 * WT_LOAD_ALLOWANCE)
 {
@@ -407,24 +406,6 @@ TEST_F_TIMEOUT(sched, slices_short_near_a_timer_wakee, 60 + 2 * WT_LOAD_ALLOWANC
 }
 
 /*
- * Wait, spinning rather than sleeping (no timer of this process's to wake
- * it), until @path holds @n more whole JSON lines than @n0, up to @timeout
- * s; whether they came.
- */
-static bool json_spin_wait(const char *path, int n0, int n, double timeout)
-{
-	double end = wt_now() + timeout, next;
-
-	do {
-		if (wt_json_lines(path) >= n0 + n)
-			return true;
-		for (next = wt_now() + 0.01; wt_now() < next;)
-			;
-	} while (wt_now() < end);
-	return false;
-}
-
-/*
  * The scheduler's own loader wakes from its poll's timeout every 100 ms;
  * it is not a task that waits for time (ws_irq_wakeup()), so its wakeups
  * arm no slice timer and cut no slice to --slice-lat-us. A loader with a
@@ -441,7 +422,7 @@ TEST_F_TIMEOUT(sched, loader_wakeups_arm_no_slice_timer, 60 + WT_LOAD_ALLOWANCE)
 {
 	const char *args[] = { "--slice-us", "100000", "--stats", "1", "--json", NULL };
 	long long ends0, ends1, cuts0, cuts1;
-	cpu_set_t on, all;
+	cpu_set_t cpu2, all;
 	int i, n, n0;
 	bool seen;
 
@@ -450,18 +431,18 @@ TEST_F_TIMEOUT(sched, loader_wakeups_arm_no_slice_timer, 60 + WT_LOAD_ALLOWANCE)
 	ASSERT_EQ(0, guest_pin(3));
 	for (i = 0; i < self->nr_cpus; i++) {
 		if (i == 3)
-			continue;
-		CPU_ZERO(&on);
-		CPU_SET(i, &on);
+			continue;	/* this test's */
 		for (n = i == 2 ? 3 : 1; n > 0; n--)
-			ASSERT_LE(0, wt_hog_start(&self->hogs, 0, &on));
+			ASSERT_LE(0, wt_hog_on(&self->hogs, i));
 	}
-	ASSERT_EQ(0, sched_setaffinity(self->pid, sizeof(on), &on));	/* CPU 2 */
+	CPU_ZERO(&cpu2);
+	CPU_SET(2, &cpu2);
+	ASSERT_EQ(0, sched_setaffinity(self->pid, sizeof(cpu2), &cpu2));
 	n0 = wt_json_lines(OUT_FILE);
-	seen = json_spin_wait(OUT_FILE, n0, 2, 10);
+	seen = wt_json_wait_by(OUT_FILE, n0, 2, 0.01, 10, wt_spin);
 	ends0 = wt_json_last(OUT_FILE, "nr_slice_ends");
 	cuts0 = wt_json_last(OUT_FILE, "nr_lat_slices");
-	seen = seen && json_spin_wait(OUT_FILE, n0 + 2, 3, 10);
+	seen = seen && wt_json_wait_by(OUT_FILE, n0 + 2, 3, 0.01, 10, wt_spin);
 	ends1 = wt_json_last(OUT_FILE, "nr_slice_ends");
 	cuts1 = wt_json_last(OUT_FILE, "nr_lat_slices");
 	all_cpus(&all, self->nr_cpus);

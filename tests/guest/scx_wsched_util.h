@@ -48,6 +48,15 @@ static inline void wt_sleep(double s)
 		;
 }
 
+/* Busy-wait @s seconds: no timer of the caller's wakes it. */
+static inline void wt_spin(double s)
+{
+	double end = wt_now() + s;
+
+	while (wt_now() < end)
+		;
+}
+
 /* Context switches of process @pid so far, of @kind "voluntary" or
  * "nonvoluntary" (the fields of /proc/PID/status), or -1. */
 static inline long long wt_ctxt_switches(pid_t pid, const char *kind)
@@ -558,18 +567,27 @@ static inline int wt_json_lines(const char *path)
 
 /*
  * Wait until @path holds @n more JSON lines than @n0 (its wt_json_lines()
- * before), polling every @poll s, up to @timeout s; whether they came.
+ * before), looking every @poll s, up to @timeout s, passing the time
+ * between looks with @pass (wt_sleep(), or wt_spin() for a caller that
+ * must not be woken by a timer); whether they came.
  */
-static inline bool wt_json_wait(const char *path, int n0, int n, double poll, double timeout)
+static inline bool wt_json_wait_by(const char *path, int n0, int n, double poll, double timeout,
+				   void (*pass)(double))
 {
 	double end = wt_now() + timeout;
 
 	do {
 		if (wt_json_lines(path) >= n0 + n)
 			return true;
-		wt_sleep(poll);
+		pass(poll);
 	} while (wt_now() < end);
 	return false;
+}
+
+/* wt_json_wait_by(), sleeping between looks. */
+static inline bool wt_json_wait(const char *path, int n0, int n, double poll, double timeout)
+{
+	return wt_json_wait_by(path, n0, n, poll, timeout, wt_sleep);
 }
 
 /*
@@ -691,6 +709,16 @@ static inline int wt_hog_start(struct wt_hogs *h, int nice, const cpu_set_t *set
 	h->pid[i] = pid;
 	h->n++;
 	return i;
+}
+
+/* One hog, nice 0, pinned to @cpu; its index, as wt_hog_start(). */
+static inline int wt_hog_on(struct wt_hogs *h, int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return wt_hog_start(h, 0, &set);
 }
 
 static inline void wt_hogs_stop(struct wt_hogs *h)

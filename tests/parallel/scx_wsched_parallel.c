@@ -52,32 +52,11 @@ static bool sched_ok(void)
 	return wt_enabled() && wt_shared_alive();
 }
 
-/* nonvoluntary_ctxt_switches of @pid from /proc, or -1. */
-static long long involuntary_switches(pid_t pid)
-{
-	char path[64], line[256];
-	long long n = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "nonvoluntary_ctxt_switches: %lld", &n) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return n;
-}
-
-/* A CPU hog pinned to @cpu (wt_hog_start()); its pid, or -1. */
+/* A CPU hog pinned to @cpu (wt_hog_on()); its pid, or -1. */
 static pid_t hog_on(struct wt_hogs *hogs, int cpu)
 {
-	cpu_set_t set;
-	int i;
+	int i = wt_hog_on(hogs, cpu);
 
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	i = wt_hog_start(hogs, 0, &set);
 	return i < 0 ? -1 : hogs->pid[i];
 }
 
@@ -107,11 +86,11 @@ static void expect_hog_spared(struct __test_metadata *_metadata, pid_t hog,
 	double t0, t1;
 
 	wt_sleep(0.5);
-	sw0 = involuntary_switches(hog);
+	sw0 = wt_ctxt_switches(hog, "nonvoluntary");
 	e0 = *events;
 	t0 = wt_now();
 	wt_sleep(2.0);
-	sw1 = involuntary_switches(hog);
+	sw1 = wt_ctxt_switches(hog, "nonvoluntary");
 	e1 = *events;
 	t1 = wt_now();
 	TH_LOG("%s %.0f times a second; the hog beside it switched out %.0f times a second",
