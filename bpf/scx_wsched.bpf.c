@@ -863,8 +863,8 @@ static __always_inline bool woken_in_irq(void)
  * Is @p, waking, woken from an interrupt (woken_in_irq()) as a task that
  * waits for time? Not the scheduler's own loader (loader_tgid): it wakes
  * every 100 ms from its poll's timeout to print its counters and to see
- * whether the scheduler has exited, not for anyone waiting on it, and
- * counted so, it kept the slice timer (slice_ends) armed and its CPU's
+ * whether the scheduler has exited, not for anyone waiting on it; counted
+ * so, it would keep the slice timer (slice_ends) armed and its CPU's
  * slices cut to lat_slice_ns for a base slice after each of them, on a
  * machine with no task that waits for time: a build's or hackbench's.
  */
