@@ -67,11 +67,10 @@
  *   waking task a little behind or ahead, within the bounds above.
  * - Victim lengths are stale by the time of the move: a failed move costs
  *   a lock round trip.
- * - steal_hint[], unstealable[], cur_pid/cur_tgid/cur_start[] and
- *   queued_worker[] are plain per-CPU entries read by other CPUs: a stale
- *   entry costs a probe, a bounded scan or a futile wakeup, and every move
- *   re-checks the task it acts on (dispatch_yield_target(),
- *   dispatch_queued_worker()).
+ * - The per-CPU context (struct ws_cpu) is plain entries read and written
+ *   across CPUs: a stale entry costs a probe, a bounded scan or a futile
+ *   wakeup, and every move re-checks the task it acts on; its table says
+ *   what each field's staleness costs.
  *
  * Compatibility: built against the 7.3 headers, loads from 6.12 on: renamed
  * kfuncs go through scx/compat.bpf.h, enum values are CO-RE relocations,
@@ -168,7 +167,6 @@ const volatile u32 llc_cpus[WSCHED_MAX_CPUS];		/* CPUs grouped by LLC */
 
 static u64 vtime_now;
 static u64 vtime_now_at;	/* scx_bpf_now() of vtime_now's last advance */
-static u32 steal_hint[WSCHED_MAX_CPUS];	/* victim CPU + 1 left by a kicker, 0: none */
 /*
  * A bit per CPU whose deque may hold tasks another CPU could take: set
  * (atomically) by every insert of a task allowed on more than one CPU (a
@@ -185,15 +183,6 @@ static u32 steal_hint[WSCHED_MAX_CPUS];	/* victim CPU + 1 left by a kicker, 0: n
  */
 #define MASK_WORDS	(WSCHED_MAX_CPUS / 64)
 static u64 queued_mask[MASK_WORDS];
-/*
- * Set when a thief found a CPU's deque non-empty but could take nothing
- * from it (every waiting task pinned there); cleared when a task that may
- * run elsewhere joins it. While set, the owner's tick does not wake idle
- * CPUs for nothing. A plain flag: a stale "set" only delays the tick's
- * catch-all kick until the next enqueue of a movable task (which kicks a
- * thief itself), a stale "clear" costs one futile wakeup.
- */
-static u8 unstealable[WSCHED_MAX_CPUS];
 
 /*
  * Directed yields: the task a CPU's next dispatch runs first, left by
@@ -208,53 +197,98 @@ struct yield_target {
 	u32 boost;	/* a boost: the yielder's tgid; 0: a handoff to this CPU */
 	u32 tgid;	/* worker preference: the preempted thief's tgid; 0: a yield */
 };
-static struct yield_target yield_target[WSCHED_MAX_CPUS];
 
-/*
- * Worker preference retried at the next free CPU: the WORKER last queued on
- * each deque (pid 0: none), written by ops.enqueue under that CPU's runqueue
- * lock, cleared by ops.running when it runs there and by the thief that
- * looks for it (dispatch_queued_worker()); read by other CPUs without
- * synchronisation. Only a hint where to look: a torn or stale entry costs a
- * bounded deque scan and moves nothing, as the task found must still be
- * queued there, have the thief's kernel tgid and say WORKER in its slot.
- */
+/* The WORKER last queued on a CPU's deque (pid 0: none). */
 struct queued_worker {
 	u32 pid;
 	u32 tgid;
 };
-static struct queued_worker queued_worker[WSCHED_MAX_CPUS];
 
 /*
- * What each CPU runs (written by ops.running, cleared by ops.stopping, read
- * from other CPUs without synchronisation): worker preference looks here
- * for a thief of the worker's own process. A stale entry is caught by
- * dispatch_yield_target(), which moves the worker only if the thief is
- * still what runs there.
+ * The per-CPU context: what one CPU's ops and other CPUs' ops tell each
+ * other about that CPU, its deque and the run on it; ws_cpus[cpu], through
+ * cpu_ctx(). Every field is a plain load and store, read from other CPUs
+ * without synchronisation; each move a field leads to re-checks the task
+ * it acts on, so a stale field never loses or misplaces a task. The fields
+ * are grouped by the op that writes them, a cache line each: the run's,
+ * written by the CPU itself at every context switch, and the one other
+ * CPUs write into (kicks, yields, enqueues onto this CPU's deque), so that
+ * neither bounces the other, nor one CPU's entry another's.
+ *
+ * field          writer                 readers               a stale read costs
+ * cur_pid        ops.running; cleared   ops.stopping, the     a charge skipped (a run
+ * cur_tgid       by ops.stopping (of    cut timers,           begun before the load);
+ *                the task's CPU)        current_vtime(),      a worker move or yield
+ *                                       wake_credit(),        kick declined or futile
+ *                                       wake_preempt(),       (dispatch_yield_target()
+ *                                       prefer_worker(),      re-checks what runs)
+ *                                       kick_for_yield()
+ * cur_start      ops.running, while     prefer_worker()       a thief displaced a
+ *                hints are live                               little early or late
+ * cur_sum        ops.running            ops.stopping, the     a needless reschedule,
+ *                                       cut timers,           or a run left to its
+ *                                       wake_preempt()        (cut) slice
+ * steal_hint     the kicker of an idle  steal_idle() on this  one probe of a deque
+ *                CPU                    CPU, which clears it  with nothing to take
+ * wake_kicked    wake_preempt();        ops.dispatch          one dispatch in the
+ *                cleared by ops.running                       usual order, or one
+ *                                                             reordered
+ * yield_target   ops.yield,             dispatch_yield_       a bounded deque scan
+ *                prefer_worker()        target(), clears pid  that finds nothing
+ * queued_worker  ops.enqueue of a       dispatch_queued_      a bounded deque scan
+ *                WORKER; cleared by     worker()              that moves nothing
+ *                ops.running, the thief
+ * lat_wake_at    lat_wake_note()        lat_cut() (ops.tick)  the shorter cut starts
+ *                (the enqueuer)                               or ends a base slice
+ *                                                             early or late
+ * kick_tat       kick_charge()          kick_wait()           a lost update allows
+ *                (the enqueuer)                               one more switch
+ * unstealable    try_steal() sets,      ops.tick              stale set: the tick's
+ *                ops.enqueue of a                             catch-all kick waits
+ *                movable task clears                          for the next movable
+ *                                                             enqueue; stale clear:
+ *                                                             one futile wakeup
+ *
+ * lat_wake_at: when ops.enqueue last queued a user task woken from an
+ * interrupt on this deque while the shorter cut is on (bpf_ktime_get_ns(),
+ * 0: never). kick_tat: when this CPU's next switch for a wakee is due at
+ * the sustained rate (kick_wait()). unstealable: a thief found the deque
+ * non-empty but could take nothing from it (every waiting task pinned
+ * there); while set, the owner's tick does not wake idle CPUs for nothing.
+ * queued_worker: the task found must still be queued there, be of the
+ * thief's process and say WORKER, or nothing moves.
  */
-static u32 cur_pid[WSCHED_MAX_CPUS];
-static u32 cur_tgid[WSCHED_MAX_CPUS];
-static u64 cur_start[WSCHED_MAX_CPUS];	/* scx_bpf_now() when it started, while hints are live */
-static u64 cur_sum[WSCHED_MAX_CPUS];	/* its se.sum_exec_runtime then */
-/* When ops.enqueue last queued a user task woken from an interrupt on each
- * CPU's deque while the shorter cut is on (bpf_ktime_get_ns(), 0: never;
- * lat_wake_note()). Written by whichever CPU enqueues, read by the owner's
- * tick without synchronisation: a stale or torn value only starts or ends
- * the shorter cut a base slice early or late. */
-static u64 lat_wake_at[WSCHED_MAX_CPUS];
+struct ws_cpu {
+	/* The run on this CPU: ops.running and ops.stopping. */
+	u32 cur_pid;
+	u32 cur_tgid;
+	u64 cur_start;		/* scx_bpf_now() at its start, while hints are live */
+	u64 cur_sum;		/* its se.sum_exec_runtime then */
+
+	/* Written by other CPUs' kicks, yields and enqueues. */
+	u32 steal_hint __attribute__((aligned(64)));	/* victim CPU + 1, 0: none */
+	u32 wake_kicked;	/* pid of the wakee this CPU was kicked to run first */
+	struct yield_target yield_target;
+	struct queued_worker queued_worker;
+	u64 lat_wake_at;
+	u64 kick_tat;
+	u8 unstealable;
+} __attribute__((aligned(64)));
+
+static struct ws_cpu ws_cpus[WSCHED_MAX_CPUS];
+
+static __always_inline struct ws_cpu *cpu_ctx(s32 cpu)
+{
+	return &ws_cpus[cpu & CPU_MASK];
+}
+
 /* When any CPU last queued such a wakee, with or without the shorter cut:
  * the slice timer is armed only while that is recent (slice_end_arm()).
  * Written only when a CPU finds it older than LAT_ANY_STALE, so a stream
  * of such wakeups does not bounce its cache line between CPUs;
- * unsynchronised like lat_wake_at[]. */
+ * unsynchronised like ws_cpu.lat_wake_at. */
 static u64 lat_any_at;
 #define LAT_ANY_STALE	(1000 * 1000ULL)	/* 1 ms */
-/* pid of the wakee a CPU was kicked to run (wake_preempt()), until its next
- * ops.running: the dispatch that kick causes runs it before any steal for
- * balance (ops.dispatch). Written and read without synchronisation: a torn
- * pid leaves that dispatch in the usual order, and a stale one can reorder
- * at most the one dispatch before the CPU's next ops.running clears it. */
-static u32 wake_kicked[WSCHED_MAX_CPUS];
 
 /*
  * The CPU whose runqueue holds @p: task_cpu(p), read directly where the
@@ -424,7 +458,7 @@ static __always_inline bool try_steal(s32 cpu, s32 victim, bool balance)
 	STAT_INC(nr_steal_attempts);
 	/* Takes the first task of the victim that may run here, if any. */
 	if (!scx_bpf_dsq_move_to_local(victim, 0)) {
-		unstealable[victim & CPU_MASK] = 1;
+		cpu_ctx(victim)->unstealable = 1;
 		return false;
 	}
 	STAT_INC(nr_steals);
@@ -440,9 +474,9 @@ static __always_inline bool steal_idle(s32 cpu)
 {
 	u32 my_llc = llc_of(cpu), hint, start, i;
 
-	hint = steal_hint[cpu & CPU_MASK];
+	hint = cpu_ctx(cpu)->steal_hint;
 	if (hint) {
-		steal_hint[cpu & CPU_MASK] = 0;
+		cpu_ctx(cpu)->steal_hint = 0;
 		if (try_steal(cpu, hint - 1, false))
 			return true;
 	}
@@ -516,8 +550,8 @@ static __always_inline u64 current_vtime(struct task_struct *p)
 	u64 vt = p->scx.dsq_vtime, ran;
 	s32 cpu = task_cpu_of(p);
 
-	if (cpu >= 0 && (u32)cpu < nr_cpus && cur_pid[cpu & CPU_MASK] == (u32)p->pid) {
-		ran = p->se.sum_exec_runtime - cur_sum[cpu & CPU_MASK];
+	if (cpu >= 0 && (u32)cpu < nr_cpus && cpu_ctx(cpu)->cur_pid == (u32)p->pid) {
+		ran = p->se.sum_exec_runtime - cpu_ctx(cpu)->cur_sum;
 		if ((s64)ran > 0)
 			vt += scale_by_task_weight_inverse(p, ran);
 	}
@@ -598,7 +632,7 @@ static __always_inline bool kick_thief(struct task_struct *p, s32 victim)
 	thief = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 	if (thief < 0 || thief == victim)
 		return false;
-	steal_hint[thief & CPU_MASK] = victim + 1;
+	cpu_ctx(thief)->steal_hint = victim + 1;
 	scx_bpf_kick_cpu(thief, WS_KICK_IDLE);
 	STAT_INC(nr_kicks);
 	return true;
@@ -666,7 +700,7 @@ static __always_inline void prefer_worker(struct task_struct *p, s32 cpu)
 	idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 	if (idle >= 0) {
 		if (idle != cpu) {
-			steal_hint[idle & CPU_MASK] = cpu + 1;
+			cpu_ctx(idle)->steal_hint = cpu + 1;
 			scx_bpf_kick_cpu(idle, WS_KICK_IDLE);
 			STAT_INC(nr_kicks);
 			STAT_INC(nr_worker_idle_kicks);
@@ -682,14 +716,14 @@ static __always_inline void prefer_worker(struct task_struct *p, s32 cpu)
 		if (i >= nr_cpus)
 			break;
 		c = (start + i) % nr_cpus;
-		if ((s32)c == cpu || cur_tgid[c & CPU_MASK] != tgid ||
-		    time_before(now, cur_start[c & CPU_MASK] + thief_slice()))
+		if ((s32)c == cpu || cpu_ctx(c)->cur_tgid != tgid ||
+		    time_before(now, cpu_ctx(c)->cur_start + thief_slice()))
 			continue;
 		if (!bpf_cpumask_test_cpu(c, p->cpus_ptr) ||
-		    !hint_pid_is_idle_thief(slots, p, cur_pid[c & CPU_MASK]) ||
+		    !hint_pid_is_idle_thief(slots, p, cpu_ctx(c)->cur_pid) ||
 		    !yield_fair(p, c))
 			continue;
-		yt = &yield_target[c & CPU_MASK];
+		yt = &cpu_ctx(c)->yield_target;
 		yt->boost = 0;
 		yt->dsq = cpu;
 		yt->tgid = tgid;
@@ -708,7 +742,7 @@ static __always_inline void prefer_worker(struct task_struct *p, s32 cpu)
  */
 static __always_inline bool dispatch_yield_target(s32 cpu, struct task_struct *prev)
 {
-	struct yield_target *yt = &yield_target[cpu & CPU_MASK];
+	struct yield_target *yt = &cpu_ctx(cpu)->yield_target;
 	struct task_struct *p;
 	u32 pid = yt->pid, dsq = yt->dsq, boost = yt->boost, tgid = yt->tgid, n = 0;
 
@@ -758,7 +792,7 @@ static __always_inline bool dispatch_yield_target(s32 cpu, struct task_struct *p
  * Worker preference at the next free CPU: @prev, an idle THIEF, used its
  * slice up (or yielded) on @cpu and would keep the CPU (nothing here is due
  * before it, no laggard to balance). A WORKER of the same process queued on
- * this CPU's deque or another (queued_worker[]) runs here instead, and
+ * this CPU's deque or another (ws_cpu.queued_worker) runs here instead, and
  * @prev is queued here by vtime. Thief demotion alone puts a thief behind
  * such a worker only when their weights allow it (a heavy enough thief
  * outruns a nice-0 worker even charged WS_THIEF_CHARGE x), and
@@ -788,7 +822,7 @@ static __always_inline bool dispatch_queued_worker(s32 cpu, struct task_struct *
 		if (i > nr_cpus)
 			break;
 		c = i ? (start + i - 1) % nr_cpus : (u32)cpu;
-		qw = &queued_worker[c & CPU_MASK];
+		qw = &cpu_ctx(c)->queued_worker;
 		if (qw->pid && qw->tgid == tgid) {
 			pid = qw->pid;
 			break;
@@ -809,12 +843,12 @@ static __always_inline bool dispatch_queued_worker(s32 cpu, struct task_struct *
 			return false;	/* another thief's CPU may take it */
 		if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, WS_DSQ_LOCAL, 0))
 			break;
-		queued_worker[c & CPU_MASK].pid = 0;
+		cpu_ctx(c)->queued_worker.pid = 0;
 		STAT_INC(nr_worker_pulled);
 		return true;
 	}
 	/* Gone (it ran, was stolen or moved), or no longer a worker. */
-	qw = &queued_worker[c & CPU_MASK];
+	qw = &cpu_ctx(c)->queued_worker;
 	if (qw->pid == pid)
 		qw->pid = 0;
 	return false;
@@ -949,7 +983,7 @@ static __always_inline void wake_credit(struct task_struct *p, s32 cpu, struct r
 			 */
 			first = head ? head->scx.dsq_vtime : ref + slice_ns;
 			if ((curr = rq->curr) && curr->pid &&
-			    cur_pid[cpu & CPU_MASK] == (u32)curr->pid &&
+			    cpu_ctx(cpu)->cur_pid == (u32)curr->pid &&
 			    time_before(curr->scx.dsq_vtime, first))
 				first = curr->scx.dsq_vtime;
 			if (time_before(first - 1 + slice_ns, ref))
@@ -988,7 +1022,7 @@ static __always_inline void migrate_place(struct task_struct *p, s32 cpu, struct
 		first = head->scx.dsq_vtime;
 		any = true;
 	}
-	if (rq && (curr = rq->curr) && curr->pid && cur_pid[cpu & CPU_MASK] == (u32)curr->pid &&
+	if (rq && (curr = rq->curr) && curr->pid && cpu_ctx(cpu)->cur_pid == (u32)curr->pid &&
 	    (!any || time_before(curr->scx.dsq_vtime, first)))
 		first = curr->scx.dsq_vtime;
 	if (time_before(p->scx.dsq_vtime, first)) {
@@ -1106,7 +1140,7 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
  * would be noticed only at the tick after the bound (a tick is 1-10 ms).
  * The map's key is the CPU.
  * The run is named by its task and by se.sum_exec_runtime at its start
- * (cur_pid[], cur_sum[]): when the timer fires, it kicks the CPU only if
+ * (ws_cpu.cur_pid, ws_cpu.cur_sum): when the timer fires, it kicks the CPU only if
  * that run is still on it and its deque still holds a task; the CPU's
  * dispatch then picks by vtime, as after any slice. A timer armed for a
  * run is not armed again for it until it fires (arming from ops.enqueue,
@@ -1138,8 +1172,8 @@ static __always_inline bool run_cut_kick(u32 cpu, struct wake_cut *wc)
 	u32 pid = wc->pid;
 
 	wc->pid = 0;		/* fired: it may be armed again */
-	if (cpu >= nr_cpus || !pid || cur_pid[cpu & CPU_MASK] != pid ||
-	    cur_sum[cpu & CPU_MASK] != wc->sum || !scx_bpf_dsq_nr_queued(cpu))
+	if (cpu >= nr_cpus || !pid || cpu_ctx(cpu)->cur_pid != pid ||
+	    cpu_ctx(cpu)->cur_sum != wc->sum || !scx_bpf_dsq_nr_queued(cpu))
 		return false;
 	scx_bpf_kick_cpu(cpu, WS_KICK_PREEMPT);
 	return true;
@@ -1152,10 +1186,10 @@ static __always_inline bool run_cut_kick(u32 cpu, struct wake_cut *wc)
 static __always_inline bool run_cut_start(struct wake_cut *wc, s32 cpu, struct task_struct *p,
 					  u64 left)
 {
-	if (wc->pid == (u32)p->pid && wc->sum == cur_sum[cpu & CPU_MASK])
+	if (wc->pid == (u32)p->pid && wc->sum == cpu_ctx(cpu)->cur_sum)
 		return false;
 	wc->pid = p->pid;
-	wc->sum = cur_sum[cpu & CPU_MASK];
+	wc->sum = cpu_ctx(cpu)->cur_sum;
 	if (!bpf_timer_start(&wc->timer, left, 0))
 		return true;
 	wc->pid = 0;
@@ -1253,7 +1287,7 @@ static int slice_end_fire(void *map, int *key, struct wake_cut *wc)
 }
 
 /* Was the mark @at (bpf_ktime_get_ns(), 0: never) set within the last base
- * slice? lat_any_at for the slice timer, lat_wake_at[] for the shorter
+ * slice? lat_any_at for the slice timer, ws_cpu.lat_wake_at for the shorter
  * cut. */
 static __always_inline bool lat_recent(u64 at)
 {
@@ -1272,7 +1306,7 @@ static __always_inline void slice_end_arm(s32 cpu, struct task_struct *p)
 	    !lat_recent(lat_any_at) || hint_registered(p))
 		return;
 	se = bpf_map_lookup_elem(&slice_ends, &key);
-	if (se && cur_pid[cpu & CPU_MASK] == (u32)p->pid &&
+	if (se && cpu_ctx(cpu)->cur_pid == (u32)p->pid &&
 	    run_cut_start(se, cpu, p, p->scx.slice))
 		STAT_INC(nr_slice_ends);
 }
@@ -1333,20 +1367,19 @@ static __always_inline bool wake_cut_arm(s32 cpu, struct task_struct *curr, u64 
  * CPU) never meets this bound and keeps its prompt start; a faster
  * stream of wakees waits up to about lat_slice_ns each, what slices near
  * them are cut to anyway (lat_cut()).
- * A generic cell rate algorithm: kick_tat[] is when the next switch would
+ * A generic cell rate algorithm: ws_cpu.kick_tat is when the next switch would
  * be due at the sustained rate; a switch at @now conforms when that is at
  * most (WAKE_KICK_BURST - 1) periods ahead of @now. Every switch the rule
  * makes is charged: a kick now, a cut (wake_cut_arm()) at its end.
- * kick_tat[cpu] is written by whichever CPU enqueues a wakee there,
+ * ws_cpu.kick_tat is written by whichever CPU enqueues a wakee there,
  * without atomics: a lost update allows one more switch.
  */
 #define WAKE_KICK_BURST		4
-static u64 kick_tat[WSCHED_MAX_CPUS];
 
 /* How long until @cpu may be switched for a wakee (0: now). */
 static __always_inline u64 kick_wait(s32 cpu, u64 now)
 {
-	u64 tat = kick_tat[cpu & CPU_MASK];
+	u64 tat = cpu_ctx(cpu)->kick_tat;
 	u64 tau = (WAKE_KICK_BURST - 1) * lat_slice_ns;
 
 	if (time_before(tat, now))
@@ -1357,11 +1390,11 @@ static __always_inline u64 kick_wait(s32 cpu, u64 now)
 /* Charge @cpu a switch for a wakee at @at (see kick_wait()). */
 static __always_inline void kick_charge(s32 cpu, u64 at)
 {
-	u64 tat = kick_tat[cpu & CPU_MASK];
+	u64 tat = cpu_ctx(cpu)->kick_tat;
 
 	if (time_before(tat, at))
 		tat = at;
-	kick_tat[cpu & CPU_MASK] = tat + lat_slice_ns;
+	cpu_ctx(cpu)->kick_tat = tat + lat_slice_ns;
 }
 
 /*
@@ -1372,7 +1405,7 @@ static __always_inline void kick_charge(s32 cpu, u64 at)
  * with no idle CPU woken to steal it (ops.enqueue's kick_thief()),
  * preempts that task (SCX_KICK_PREEMPT: its slice ends now and the
  * CPU's dispatch runs the wakee, the deque's head, before its balance
- * check: wake_kicked[]) when
+ * check: ws_cpu.wake_kicked) when
  * - the wakee's vtime is earlier than the running task's vtime including
  *   the run so far (current_vtime()), and earlier than the deque's head:
  *   it is what that dispatch will pick, so the kick is never futile;
@@ -1422,7 +1455,7 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
 		return;
 	curr = here ? bpf_get_current_task_btf() : rq->curr;
 	if (!curr || !curr->pid || curr == p ||
-	    cur_pid[cpu & CPU_MASK] != (u32)curr->pid)
+	    cpu_ctx(cpu)->cur_pid != (u32)curr->pid)
 		return;
 	if (!irq && !cpu_bound(curr))
 		return;
@@ -1436,7 +1469,7 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
 	 * current task's start, as one sleeping to short periods beside
 	 * hogs does every time, would find it has run nothing.
 	 */
-	ran = curr->se.sum_exec_runtime - cur_sum[cpu & CPU_MASK];
+	ran = curr->se.sum_exec_runtime - cpu_ctx(cpu)->cur_sum;
 	since = rq->clock_task - curr->se.exec_start;
 	if ((s64)since > 0)
 		ran += since;
@@ -1489,7 +1522,7 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
 		return;
 	}
 	kick_charge(cpu, now);
-	wake_kicked[cpu & CPU_MASK] = p->pid;
+	cpu_ctx(cpu)->wake_kicked = p->pid;
 	scx_bpf_kick_cpu(cpu, WS_KICK_PREEMPT);
 	STAT_INC(nr_wake_preempt);
 }
@@ -1526,13 +1559,13 @@ static __always_inline void lat_wake_note(struct task_struct *p, s32 cpu, bool i
 	if ((s64)(now - lat_any_at) >= (s64)LAT_ANY_STALE)
 		lat_any_at = now;
 	if (lat_slice_ns < min_slice())
-		lat_wake_at[cpu & CPU_MASK] = now;
+		cpu_ctx(cpu)->lat_wake_at = now;
 }
 
 /* The slice ops.tick cuts @p's to on @cpu, whose deque holds tasks. */
 static __always_inline u64 lat_cut(struct task_struct *p, s32 cpu)
 {
-	if (lat_slice_ns >= min_slice() || !lat_recent(lat_wake_at[cpu & CPU_MASK]) ||
+	if (lat_slice_ns >= min_slice() || !lat_recent(cpu_ctx(cpu)->lat_wake_at) ||
 	    hint_registered(p))
 		return min_slice();
 	return lat_slice_ns;
@@ -1589,8 +1622,8 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 	scx_bpf_dsq_insert_vtime(p, cpu, run_slice(state), vtime, enq_flags);
 	if (p->nr_cpus_allowed > 1) {
 		mask_set(cpu);
-		if (unstealable[cpu & CPU_MASK])
-			unstealable[cpu & CPU_MASK] = 0;
+		if (cpu_ctx(cpu)->unstealable)
+			cpu_ctx(cpu)->unstealable = 0;
 	}
 	STAT_INC(nr_enqueued);
 
@@ -1614,7 +1647,7 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 	 * own deque.
 	 */
 	if (state == WS_HINT_WORKER) {
-		struct queued_worker *qw = &queued_worker[cpu & CPU_MASK];
+		struct queued_worker *qw = &cpu_ctx(cpu)->queued_worker;
 
 		qw->tgid = p->tgid;
 		qw->pid = p->pid;
@@ -1661,7 +1694,7 @@ void BPF_STRUCT_OPS(wsched_dispatch, s32 cpu, struct task_struct *prev)
 		 * deques to drift apart between slice ends, which come
 		 * seldom where such wakeups preempt often.
 		 */
-		if (head_first && head->pid == wake_kicked[cpu & CPU_MASK] &&
+		if (head_first && head->pid == cpu_ctx(cpu)->wake_kicked &&
 		    scx_bpf_dsq_move_to_local(cpu, 0)) {
 			STAT_INC(nr_dispatched_local);
 			STAT_INC(nr_wakee_first);
@@ -1727,14 +1760,14 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
 	slice_end_arm(cpu, p);
 
 	/* Catch-all for a missed thief kick: wake one idle CPU to steal. */
-	if (unstealable[cpu & CPU_MASK] || !mask_test(cpu) ||
+	if (cpu_ctx(cpu)->unstealable || !mask_test(cpu) ||
 	    !bpf_ksym_exists(scx_bpf_get_online_cpumask))
 		return;
 	online = scx_bpf_get_online_cpumask();
 	thief = scx_bpf_pick_idle_cpu(online, 0);
 	scx_bpf_put_cpumask(online);
 	if (thief >= 0 && thief != cpu) {
-		steal_hint[thief & CPU_MASK] = cpu + 1;
+		cpu_ctx(thief)->steal_hint = cpu + 1;
 		scx_bpf_kick_cpu(thief, WS_KICK_IDLE);
 		STAT_INC(nr_kicks);
 	}
@@ -1747,12 +1780,12 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
  * started meanwhile); 0 if another process's task runs there: a directed
  * yield gives away the yielder's own CPU time, never another's, and a
  * stream of them must not become a stream of preemptions of someone else.
- * cur_tgid[] is read without synchronisation; a boost that meets another
+ * ws_cpu.cur_tgid is read without synchronisation; a boost that meets another
  * process's task after all is dropped by dispatch_yield_target().
  */
 static __always_inline u64 kick_for_yield(struct task_struct *from, s32 tcpu)
 {
-	u32 running = cur_tgid[tcpu & CPU_MASK];
+	u32 running = cpu_ctx(tcpu)->cur_tgid;
 
 	if (running == (u32)from->tgid)
 		return WS_KICK_PREEMPT;
@@ -1812,13 +1845,13 @@ static __always_inline bool yield_towards(struct task_struct *from, struct task_
 				STAT_INC(nr_yield_to_unfair);
 				return false;
 			}
-			yt = &yield_target[cpu & CPU_MASK];
+			yt = &cpu_ctx(cpu)->yield_target;
 			yt->boost = 0;
 		} else {
 			kick = kick_for_yield(from, tcpu);
 			if (!kick)
 				return false;
-			yt = &yield_target[tcpu & CPU_MASK];
+			yt = &cpu_ctx(tcpu)->yield_target;
 			yt->boost = from->tgid;
 		}
 		yt->dsq = dsq_id;
@@ -1943,10 +1976,10 @@ bool BPF_STRUCT_OPS(wsched_yield, struct task_struct *from, struct task_struct *
 
 /*
  * The run that starts here is recorded per CPU, which costs no task
- * storage lookup on a context switch: cur_sum[] holds @p's
+ * storage lookup on a context switch: ws_cpu.cur_sum holds @p's
  * sum_exec_runtime (the kernel's own account of its CPU time, brought up
  * to date before every ops.stopping) for the charge and current_vtime(),
- * cur_start[] the start time for worker preference. The clock is read only
+ * ws_cpu.cur_start the start time for worker preference. The clock is read only
  * while some process is registered, the only time worker preference acts
  * (a run that started before the first registration counts as long enough
  * to preempt, once). The CPU is @p's, not necessarily this one: a property
@@ -1959,15 +1992,15 @@ void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
 {
 	s32 cpu = task_cpu_of(p);
 
-	cur_sum[cpu & CPU_MASK] = p->se.sum_exec_runtime;
-	if (wake_kicked[cpu & CPU_MASK])
-		wake_kicked[cpu & CPU_MASK] = 0;
+	cpu_ctx(cpu)->cur_sum = p->se.sum_exec_runtime;
+	if (cpu_ctx(cpu)->wake_kicked)
+		cpu_ctx(cpu)->wake_kicked = 0;
 	if (hints_live())
-		cur_start[cpu & CPU_MASK] = scx_bpf_now();
-	cur_tgid[cpu & CPU_MASK] = p->tgid;
-	cur_pid[cpu & CPU_MASK] = p->pid;
-	if (queued_worker[cpu & CPU_MASK].pid == (u32)p->pid)
-		queued_worker[cpu & CPU_MASK].pid = 0;
+		cpu_ctx(cpu)->cur_start = scx_bpf_now();
+	cpu_ctx(cpu)->cur_tgid = p->tgid;
+	cpu_ctx(cpu)->cur_pid = p->pid;
+	if (cpu_ctx(cpu)->queued_worker.pid == (u32)p->pid)
+		cpu_ctx(cpu)->queued_worker.pid = 0;
 }
 
 /*
@@ -2004,18 +2037,18 @@ static __always_inline void vtime_now_advance(u64 vt, u64 ran)
 /*
  * Charges the run that ops.running started on @p's CPU. A stop without
  * that start (a task already running when the scheduler was loaded) finds
- * another pid in cur_pid[] and is not charged.
+ * another pid in ws_cpu.cur_pid and is not charged.
  */
 void BPF_STRUCT_OPS(wsched_stopping, struct task_struct *p, bool runnable)
 {
 	s32 cpu = task_cpu_of(p);
 	u64 sum = p->se.sum_exec_runtime, ran, charge, vt;
 
-	if (cur_pid[cpu & CPU_MASK] != (u32)p->pid)
+	if (cpu_ctx(cpu)->cur_pid != (u32)p->pid)
 		return;
-	cur_pid[cpu & CPU_MASK] = 0;
-	cur_tgid[cpu & CPU_MASK] = 0;
-	ran = sum - cur_sum[cpu & CPU_MASK];
+	cpu_ctx(cpu)->cur_pid = 0;
+	cpu_ctx(cpu)->cur_tgid = 0;
+	ran = sum - cpu_ctx(cpu)->cur_sum;
 	if ((s64)ran <= 0)
 		return;
 	charge = ran;
