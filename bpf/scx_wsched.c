@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * scx_wsched loader: reads the CPU topology, loads and attaches the BPF
- * scheduler (scx_wsched.bpf.c, whose top comment explains the policy),
- * prints its counters, detaches on SIGINT/SIGTERM and reports the exit
- * reason the kernel recorded. When the kernel ejects the scheduler with a
+ * scheduler (scx_wsched.bpf.c and its fragments, whose top comments
+ * explain the policy), prints its counters, detaches on SIGINT/SIGTERM and
+ * reports the exit reason the kernel recorded. When the kernel ejects the scheduler with a
  * restart request (CPU hotplug), it loads it again. While it runs it serves
  * the hint socket (scx_wsched_hintsrv.c, Documentation/abi.md).
  *
@@ -63,7 +63,7 @@ static const char usage_fmt[] =
 "Load scx_wsched, a sched_ext scheduler with per-CPU dispatch deques and\n"
 "idle-CPU work stealing; run until SIGINT/SIGTERM, then detach. The design\n"
 "(policy, invariants, limits) is the comment at the top of bpf/scx_wsched.bpf.c\n"
-"and Documentation/scheduler.md.\n"
+"and of the fragments it lists, and Documentation/scheduler.md.\n"
 "\n"
 "  --slice-us N       base time slice in microseconds (%d..%d, default %d)\n"
 "  --slice-min-us N   the minimum slice, what the base slice is cut down to\n"

@@ -68,7 +68,7 @@
 	X(nr_grace_overrun)	/* ... and was still in that section when it ran out */ \
 	X(nr_hint_malformed)	/* a slot of the task with a bad version, depth or state */ \
 	X(nr_cs_preempted)	/* descheduled while runnable inside a marked critical section */ \
-	/* Worker preference (prefer_worker() in scx_wsched.bpf.c). */ \
+	/* Worker preference (prefer_worker() in scx_wsched_worker.bpf.h). */ \
 	X(nr_worker_idle_kicks)	/* a WORKER queued behind others: an idle CPU woken to take it */ \
 	X(nr_thief_preempted)	/* ... none idle: a running thief of its process made way for it */ \
 	X(nr_thief_preempt_stale)	/* ... but it had stopped or entered a section by then */ \

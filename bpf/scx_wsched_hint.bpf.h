@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * scx_wsched hints: the scheduler side of the protocol of
- * Documentation/abi.md, included by scx_wsched.bpf.c.
+ * Documentation/abi.md, included by scx_wsched.bpf.c and the fragments
+ * that ask about hints.
  *
  * Every registered process has its own mmapable array of WS_HINT_NR_SLOTS
  * entries (a header, then struct ws_hint_slot); the loader puts it into
@@ -14,7 +15,7 @@
  * a value out of range is counted in nr_hint_malformed and ignored.
  *
  * This file owns every read of a slot, of a header and of hint_procs, and
- * the observe gate. scx_wsched.bpf.c reads none of them; it calls:
+ * the observe gate. The rest of the scheduler reads none of them; it calls:
  * - hints_live(): is any process registered? (one load);
  * - hints_live_for(p): may @p's process be? (two loads; false: certainly
  *   not);
@@ -445,7 +446,8 @@ static __always_inline bool tid_is_idle_thief(void *slots, u32 tid)
 
 /*
  * Worker preference (prefer_worker(), dispatch_queued_worker() and
- * dispatch_yield_target() in scx_wsched.bpf.c) asks these. Only a thief
+ * dispatch_yield_target(): scx_wsched_worker.bpf.h and
+ * scx_wsched_yield.bpf.h) asks these. Only a thief
  * outside any section may be displaced for a worker of its own process, so
  * every question is about threads of one process, through that process's
  * own slot array (@slots, from hint_proc_slots() or hint_idle_thief_slots():

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * scx_wsched CPUs: the topology the loader writes before load (how many
+ * CPUs and LLCs, which LLC each CPU is in, SMT), random picks within and
+ * across LLCs for the thieves, whether a task may be moved to a CPU
+ * (may_run_on()), and the per-CPU context, struct ws_cpu: every piece of
+ * state one CPU's ops leave for another's, in one place, with what each
+ * field's staleness costs.
+ */
+#ifndef __SCX_WSCHED_CPU_BPF_H
+#define __SCX_WSCHED_CPU_BPF_H
+
+#include <scx/common.bpf.h>
+#include "scx_wsched.h"
+#include "scx_wsched_compat.bpf.h"
+#include "scx_wsched_tunables.bpf.h"
+
+#define CPU_MASK		(WSCHED_MAX_CPUS - 1)
+
+WS_TUNABLE u32 nr_cpus = 1;
+WS_TUNABLE u32 nr_llcs = 1;
+/* The loader's reading of /sys/devices/system/cpu/smt/active (true when it
+ * cannot tell): with SMT the built-in policy prefers a wholly idle core to
+ * an idle previous CPU, so select_cpu's shortcut is off. A change of SMT is
+ * CPU hotplug, which makes the kernel restart the scheduler. */
+WS_TUNABLE bool smt_active = true;
+WS_TUNABLE u32 cpu_llc[WSCHED_MAX_CPUS];		/* CPU -> LLC index */
+WS_TUNABLE u32 llc_start[WSCHED_MAX_LLCS];		/* LLC -> first slot in llc_cpus */
+WS_TUNABLE u32 llc_len[WSCHED_MAX_LLCS];		/* LLC -> number of CPUs */
+WS_TUNABLE u32 llc_cpus[WSCHED_MAX_CPUS];		/* CPUs grouped by LLC */
+
+/*
+ * Directed yields: the task a CPU's next dispatch runs first, left by
+ * ops.yield (pid 0: none), the deque it was queued on, and whether it was
+ * a boost on its own CPU (it may not run on the yielder's). Worker
+ * preference (prefer_worker()) leaves one too, with the tgid whose thief
+ * it preempted: the move happens only if that thief is what the CPU runs.
+ */
+struct yield_target {
+	u32 pid;
+	u32 dsq;
+	u32 boost;	/* a boost: the yielder's tgid; 0: a handoff to this CPU */
+	u32 tgid;	/* worker preference: the preempted thief's tgid; 0: a yield */
+};
+
+/* The WORKER last queued on a CPU's deque (pid 0: none). */
+struct queued_worker {
+	u32 pid;
+	u32 tgid;
+};
+
+/*
+ * The per-CPU context: what one CPU's ops and other CPUs' ops tell each
+ * other about that CPU, its deque and the run on it; ws_cpus[cpu], through
+ * cpu_ctx(). Every field is a plain load and store, read from other CPUs
+ * without synchronisation; each move a field leads to re-checks the task
+ * it acts on, so a stale field never loses or misplaces a task. The fields
+ * are grouped by the op that writes them, a cache line each: the run's,
+ * written by the CPU itself at every context switch, and the one other
+ * CPUs write into (kicks, yields, enqueues onto this CPU's deque), so that
+ * neither bounces the other, nor one CPU's entry another's.
+ *
+ * field          writer                 readers               a stale read costs
+ * cur_pid        ops.running; cleared   ops.stopping, the     a charge skipped (a run
+ * cur_tgid       by ops.stopping (of    cut timers,           begun before the load);
+ *                the task's CPU)        current_vtime(),      a worker move or yield
+ *                                       wake_credit(),        kick declined or futile
+ *                                       wake_preempt(),       (dispatch_yield_target()
+ *                                       prefer_worker(),      re-checks what runs)
+ *                                       kick_for_yield()
+ * cur_start      ops.running, while     prefer_worker()       a thief displaced a
+ *                hints are live                               little early or late
+ * cur_sum        ops.running            ops.stopping, the     a needless reschedule,
+ *                                       cut timers,           or a run left to its
+ *                                       wake_preempt()        (cut) slice
+ * steal_hint     the kicker of an idle  steal_idle() on this  one probe of a deque
+ *                CPU                    CPU, which clears it  with nothing to take
+ * wake_kicked    wake_preempt();        ops.dispatch          one dispatch in the
+ *                cleared by ops.running                       usual order, or one
+ *                                                             reordered
+ * yield_target   ops.yield,             dispatch_yield_       a bounded deque scan
+ *                prefer_worker()        target(), clears pid  that finds nothing
+ * queued_worker  ops.enqueue of a       dispatch_queued_      a bounded deque scan
+ *                WORKER; cleared by     worker()              that moves nothing
+ *                ops.running, the thief
+ * lat_wake_at    lat_wake_note()        lat_cut() (ops.tick)  the shorter cut starts
+ *                (the enqueuer)                               or ends a base slice
+ *                                                             early or late
+ * kick_tat       kick_charge()          kick_wait()           a lost update allows
+ *                (the enqueuer)                               one more switch
+ * unstealable    try_steal() sets,      ops.tick              stale set: the tick's
+ *                ops.enqueue of a                             catch-all kick waits
+ *                movable task clears                          for the next movable
+ *                                                             enqueue; stale clear:
+ *                                                             one futile wakeup
+ *
+ * lat_wake_at: when ops.enqueue last queued a user task woken from an
+ * interrupt on this deque while the shorter cut is on (bpf_ktime_get_ns(),
+ * 0: never). kick_tat: when this CPU's next switch for a wakee is due at
+ * the sustained rate (kick_wait()). unstealable: a thief found the deque
+ * non-empty but could take nothing from it (every waiting task pinned
+ * there); while set, the owner's tick does not wake idle CPUs for nothing.
+ * queued_worker: the task found must still be queued there, be of the
+ * thief's process and say WORKER, or nothing moves.
+ */
+struct ws_cpu {
+	/* The run on this CPU: ops.running and ops.stopping. */
+	u32 cur_pid;
+	u32 cur_tgid;
+	u64 cur_start;		/* scx_bpf_now() at its start, while hints are live */
+	u64 cur_sum;		/* its se.sum_exec_runtime then */
+
+	/* Written by other CPUs' kicks, yields and enqueues. */
+	u32 steal_hint __attribute__((aligned(64)));	/* victim CPU + 1, 0: none */
+	u32 wake_kicked;	/* pid of the wakee this CPU was kicked to run first */
+	struct yield_target yield_target;
+	struct queued_worker queued_worker;
+	u64 lat_wake_at;
+	u64 kick_tat;
+	u8 unstealable;
+} __attribute__((aligned(64)));
+
+static struct ws_cpu ws_cpus[WSCHED_MAX_CPUS];
+
+static __always_inline struct ws_cpu *cpu_ctx(s32 cpu)
+{
+	return &ws_cpus[cpu & CPU_MASK];
+}
+
+static __always_inline u32 llc_of(s32 cpu)
+{
+	return cpu_llc[cpu & CPU_MASK];
+}
+
+static __always_inline s32 rand_cpu_in_llc(u32 llc)
+{
+	u32 len, idx;
+
+	if (llc >= WSCHED_MAX_LLCS)
+		return -1;
+	len = llc_len[llc];
+	if (!len)
+		return -1;
+	idx = llc_start[llc] + bpf_get_prandom_u32() % len;
+	return llc_cpus[idx & CPU_MASK];
+}
+
+/* A random CPU outside @my_llc (two tries; -1 if both land inside). */
+static __always_inline s32 rand_cpu_remote(u32 my_llc)
+{
+	s32 cpu;
+	int i;
+
+	if (!nr_cpus)
+		return -1;
+	for (i = 0; i < 2; i++) {
+		cpu = bpf_get_prandom_u32() % nr_cpus;
+		if (llc_of(cpu) != my_llc)
+			return cpu;
+	}
+	return -1;
+}
+
+/*
+ * May @p be moved to @cpu's local DSQ? The kernel ejects the scheduler for a
+ * move that breaks affinity or moves a migration-disabled task, so check
+ * both (@p is never the current task here, so migration_disabled is exact).
+ */
+static __always_inline bool may_run_on(struct task_struct *p, s32 cpu)
+{
+	if (task_cpu_of(p) == cpu)
+		return true;
+	if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		return false;
+	return !is_migration_disabled(p);
+}
+
+#endif /* __SCX_WSCHED_CPU_BPF_H */
