@@ -311,11 +311,8 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
 	online = scx_bpf_get_online_cpumask();
 	thief = scx_bpf_pick_idle_cpu(online, 0);
 	scx_bpf_put_cpumask(online);
-	if (thief >= 0 && thief != cpu) {
-		cpu_ctx(thief)->steal_hint = cpu + 1;
-		scx_bpf_kick_cpu(thief, WS_KICK_IDLE);
-		STAT_INC(nr_kicks);
-	}
+	if (thief >= 0 && thief != cpu)
+		kick_idle_thief(thief, cpu);
 }
 
 /*

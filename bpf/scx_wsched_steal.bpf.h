@@ -238,6 +238,14 @@ static __always_inline bool steal_balance(s32 cpu, u64 ref)
 	return true;
 }
 
+/* Wake @thief, an idle CPU, to steal from @victim's deque first. */
+static __always_inline void kick_idle_thief(s32 thief, s32 victim)
+{
+	cpu_ctx(thief)->steal_hint = victim + 1;
+	scx_bpf_kick_cpu(thief, WS_KICK_IDLE);
+	STAT_INC(nr_kicks);
+}
+
 /* Wake one idle CPU that @p may run on to steal from @victim's deque;
  * returns whether one was woken. */
 static __always_inline bool kick_thief(struct task_struct *p, s32 victim)
@@ -253,9 +261,7 @@ static __always_inline bool kick_thief(struct task_struct *p, s32 victim)
 	thief = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 	if (thief < 0 || thief == victim)
 		return false;
-	cpu_ctx(thief)->steal_hint = victim + 1;
-	scx_bpf_kick_cpu(thief, WS_KICK_IDLE);
-	STAT_INC(nr_kicks);
+	kick_idle_thief(thief, victim);
 	return true;
 }
 

@@ -83,6 +83,20 @@ static __always_inline u64 current_vtime(struct task_struct *p)
 	return vtime_floor(vt);
 }
 
+/*
+ * The task @rq, the locked runqueue of @cpu, runs, if it is the run that
+ * ws_cpu.cur_pid names (started by ops.running and not yet charged), else
+ * NULL: its dsq_vtime is then where that run started.
+ */
+static __always_inline struct task_struct *rq_cur_run(s32 cpu, struct rq *rq)
+{
+	struct task_struct *curr;
+
+	if (!rq || !(curr = rq->curr) || !curr->pid || cpu_ctx(cpu)->cur_pid != (u32)curr->pid)
+		return NULL;
+	return curr;
+}
+
 /* Over its life, has @p run at least a base slice per voluntary sleep? */
 static __always_inline bool cpu_bound(struct task_struct *p)
 {
@@ -164,8 +178,7 @@ static __always_inline void wake_credit(struct task_struct *p, s32 cpu, struct r
 			 * or vtime_now (less a slice for an interrupt's wakee)
 			 */
 			first = head ? head->scx.dsq_vtime : ref + slice_ns;
-			if ((curr = rq->curr) && curr->pid &&
-			    cpu_ctx(cpu)->cur_pid == (u32)curr->pid &&
+			if ((curr = rq_cur_run(cpu, rq)) &&
 			    time_before(curr->scx.dsq_vtime, first))
 				first = curr->scx.dsq_vtime;
 			if (time_before(first - 1 + slice_ns, ref))
@@ -204,8 +217,7 @@ static __always_inline void migrate_place(struct task_struct *p, s32 cpu, struct
 		first = head->scx.dsq_vtime;
 		any = true;
 	}
-	if (rq && (curr = rq->curr) && curr->pid && cpu_ctx(cpu)->cur_pid == (u32)curr->pid &&
-	    (!any || time_before(curr->scx.dsq_vtime, first)))
+	if ((curr = rq_cur_run(cpu, rq)) && (!any || time_before(curr->scx.dsq_vtime, first)))
 		first = curr->scx.dsq_vtime;
 	if (time_before(p->scx.dsq_vtime, first)) {
 		scx_bpf_task_set_dsq_vtime(p, first);

@@ -73,9 +73,7 @@ static __always_inline void prefer_worker(struct task_struct *p, s32 cpu)
 	idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 	if (idle >= 0) {
 		if (idle != cpu) {
-			cpu_ctx(idle)->steal_hint = cpu + 1;
-			scx_bpf_kick_cpu(idle, WS_KICK_IDLE);
-			STAT_INC(nr_kicks);
+			kick_idle_thief(idle, cpu);
 			STAT_INC(nr_worker_idle_kicks);
 		}
 		return;
