@@ -58,6 +58,13 @@ $(HINT_TEST): $(WS_NORM_LIB) $(TOP)/bpf/scx_wsched.h $(wildcard $(TOP)/userspace
 $(HINT_TEST): KSFT_CFLAGS += -I$(TOP)/bpf -I$(TOP)/userspace/include -pthread
 $(HINT_TEST): LDFLAGS += $(WS_NORM_LIB) -pthread $(LIBBPF_LIBS)
 
+# The unit test of the policy arithmetic compiles the scheduler's
+# fragments over tests/native/bpf_shim (a fake scx/common.bpf.h), not the
+# kernel's headers.
+ARITH_TEST := $(BUILD)/tests/native/scx_wsched_arith_test
+$(ARITH_TEST): $(wildcard $(TOP)/bpf/*.bpf.h $(TOP)/tests/native/bpf_shim/scx/*.h) $(TOP)/bpf/scx_wsched.h
+$(ARITH_TEST): KSFT_CFLAGS += -I$(TOP)/tests/native/bpf_shim -I$(TOP)/bpf
+
 # The policy test takes the loader's defaults from the scheduler's header.
 POLICY_TEST := $(BUILD)/tests/guest/scx_wsched_policy
 $(POLICY_TEST): $(TOP)/bpf/scx_wsched.h

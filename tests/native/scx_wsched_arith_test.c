@@ -1,0 +1,744 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * scx_wsched_arith_test: the scheduler's policy arithmetic, run natively.
+ * The fragments bpf/scx_wsched_{compat,tunables,cpu,vtime,steal,slice,
+ * preempt}.bpf.h are compiled as they are, over tests/native/bpf_shim/
+ * (a fake scx/common.bpf.h: kernel structs with the fields read, kfuncs
+ * over a fake machine), with the tunables writable (WS_TUNABLE) and the
+ * hint side replaced by one answer, fake_registered. So the bounds of
+ * vtime, where a waking or moved task is placed, vtime_now's advance, the
+ * balance gap, the slice cuts, the tick period and the rate bound of
+ * wakeup preemption are checked at their edges (wraparound included)
+ * without booting a guest; the guest suites check what they do to tasks.
+ */
+#define WS_TUNABLE volatile
+#include <scx/common.bpf.h>	/* the shim */
+
+/* The hint side, as the fragments below see it: one answer. */
+#define __SCX_WSCHED_HINT_BPF_H
+static bool fake_registered;
+static __always_inline bool hint_registered(struct task_struct *p)
+{
+	(void)p;
+	return fake_registered;
+}
+
+#include "scx_wsched_compat.bpf.h"
+#include "scx_wsched_tunables.bpf.h"
+#include "scx_wsched_cpu.bpf.h"
+#include "scx_wsched_vtime.bpf.h"
+#include "scx_wsched_steal.bpf.h"
+#include "scx_wsched_slice.bpf.h"
+#include "scx_wsched_preempt.bpf.h"
+
+#include "kselftest_harness.h"
+
+/* ------------------------------------------------------------ the fake machine */
+u64 shim_now, shim_jiffies;
+u32 shim_prandom;
+struct task_struct *shim_dsq_head[SHIM_CPUS];
+s32 shim_dsq_len[SHIM_CPUS];
+bool shim_dsq_pinned[SHIM_CPUS];
+s32 shim_idle_cpu = -1;
+s32 shim_this_cpu;
+struct task_struct *shim_current;
+unsigned int shim_nr_kicks;
+s32 shim_last_kick_cpu = -1;
+u64 shim_last_kick_flags;
+/* Defining it makes the preempt count "exist" (bpf_ksym_exists()). */
+int __preempt_count;
+
+static struct rq *shim_rq;	/* what scx_bpf_locked_rq() returns */
+struct rq *scx_bpf_locked_rq___compat(void)
+{
+	return shim_rq;
+}
+
+struct shim_map {
+	const void *map;
+	void *data;
+};
+static struct shim_map shim_maps[8];
+
+void *shim_lookup(const void *map, size_t value_size, u32 nr, u32 key)
+{
+	unsigned int i;
+
+	if (key >= nr)
+		return NULL;
+	for (i = 0; i < 8 && shim_maps[i].map; i++)
+		if (shim_maps[i].map == map)
+			break;
+	if (i == 8)
+		abort();
+	if (!shim_maps[i].map) {
+		shim_maps[i].map = map;
+		shim_maps[i].data = calloc(nr, value_size);
+		if (!shim_maps[i].data)
+			abort();
+	}
+	return (char *)shim_maps[i].data + (size_t)key * value_size;
+}
+
+#define SLICE	(20 * 1000 * 1000ULL)	/* the default base slice */
+#define US	1000ULL
+#define MS	(1000 * 1000ULL)
+
+/* Every test starts from the loader's defaults on an 8-CPU machine. */
+static void machine_reset(void)
+{
+	slice_ns = WSCHED_SLICE_US_DFL * US;
+	min_slice_ns = WSCHED_SLICE_US_DFL * US / 4;
+	lat_slice_ns = WSCHED_SLICE_LAT_US_DFL * US;
+	wake_preempt_ns = WSCHED_WAKE_PREEMPT_US_DFL * US;
+	slice_end_timer = true;
+	loader_tgid = 0;
+	nr_cpus = 8;
+	nr_llcs = 1;
+	vtime_now = 1000 * SLICE;
+	vtime_now_at = 0;
+	lat_any_at = 0;
+	tick_gap_ns = tick_base_ns = tick_base_j = 0;
+	memset(ws_cpus, 0, sizeof(ws_cpus));
+	memset(queued_mask, 0, sizeof(queued_mask));
+	memset(shim_dsq_head, 0, sizeof(shim_dsq_head));
+	memset(shim_dsq_len, 0, sizeof(shim_dsq_len));
+	memset(shim_dsq_pinned, 0, sizeof(shim_dsq_pinned));
+	shim_now = 5000 * SLICE;
+	shim_jiffies = 0;
+	shim_prandom = 0;
+	shim_idle_cpu = -1;
+	shim_this_cpu = 0;
+	shim_current = NULL;
+	shim_nr_kicks = 0;
+	shim_last_kick_cpu = -1;
+	__preempt_count = 0;
+	shim_rq = NULL;
+	fake_registered = false;
+}
+
+static struct task_struct task(s32 pid, u64 vtime)
+{
+	struct task_struct p = { .pid = pid, .tgid = pid, .nr_cpus_allowed = 8 };
+
+	p.scx.dsq_vtime = vtime;
+	p.scx.weight = 100;
+	return p;
+}
+
+/* A run of @p that ops.running started on @cpu, as the fragments see it. */
+static void run_on(s32 cpu, struct task_struct *p, struct rq *rq)
+{
+	cpu_ctx(cpu)->cur_pid = p->pid;
+	cpu_ctx(cpu)->cur_tgid = p->tgid;
+	cpu_ctx(cpu)->cur_sum = p->se.sum_exec_runtime;
+	p->thread_info.cpu = cpu;
+	if (rq) {
+		rq->cpu = cpu;
+		rq->curr = p;
+	}
+}
+
+/* ------------------------------------------------------------ vtime bounds */
+
+/* No vtime counts as more than LAG_SLICES behind or LEAD_SLICES ahead of
+ * vtime_now; within those it is kept as it is. */
+TEST(vtime_is_bounded_to_lag_and_lead)
+{
+	machine_reset();
+	EXPECT_EQ(vtime_now - LAG_SLICES * SLICE, vtime_floor(0));
+	EXPECT_EQ(vtime_now - LAG_SLICES * SLICE, vtime_clamp(vtime_now - LAG_SLICES * SLICE - 1));
+	EXPECT_EQ(vtime_now - LAG_SLICES * SLICE, vtime_clamp(vtime_now - LAG_SLICES * SLICE));
+	EXPECT_EQ(vtime_now - 3, vtime_clamp(vtime_now - 3));
+	EXPECT_EQ(vtime_now + 3, vtime_clamp(vtime_now + 3));
+	EXPECT_EQ(vtime_now + LEAD_SLICES * SLICE, vtime_clamp(vtime_now + LEAD_SLICES * SLICE));
+	EXPECT_EQ(vtime_now + LEAD_SLICES * SLICE, vtime_clamp(vtime_now + LEAD_SLICES * SLICE + 1));
+	EXPECT_EQ(vtime_now + LEAD_SLICES * SLICE, vtime_clamp(vtime_now + 1000 * SLICE));
+	/* The floor leaves a task ahead alone. */
+	EXPECT_EQ(vtime_now + 1000 * SLICE, vtime_floor(vtime_now + 1000 * SLICE));
+}
+
+/* The bounds hold across the wrap of the 64-bit vtime, both ways. */
+TEST(vtime_bounds_hold_across_wraparound)
+{
+	machine_reset();
+	vtime_now = 5;		/* just past the wrap: the floor is below 0 */
+	EXPECT_EQ(5 - LAG_SLICES * SLICE, vtime_clamp(UINT64_MAX - LAG_SLICES * SLICE * 2));
+	EXPECT_EQ(UINT64_MAX, vtime_clamp(UINT64_MAX));	/* 6 behind: kept */
+	vtime_now = UINT64_MAX - 5;	/* the ceiling is past the wrap */
+	EXPECT_EQ(UINT64_MAX - 5 + LEAD_SLICES * SLICE, vtime_clamp(LEAD_SLICES * SLICE * 2));
+	EXPECT_EQ(3, vtime_clamp(3));			/* 9 ahead: kept */
+}
+
+/* The slice length scales the bounds. */
+TEST(vtime_bounds_follow_the_base_slice)
+{
+	machine_reset();
+	slice_ns = 100 * US;
+	EXPECT_EQ(vtime_now - LAG_SLICES * 100 * US, vtime_clamp(0));
+	EXPECT_EQ(vtime_now + LEAD_SLICES * 100 * US, vtime_clamp(UINT64_MAX / 4 + vtime_now));
+}
+
+/* ------------------------------------------------------------ vtime_now */
+
+/* vtime_now never moves back, and a task behind it reads no clock. */
+TEST(vtime_now_never_moves_back)
+{
+	machine_reset();
+	vtime_now_at = 7;
+	vtime_now_advance(vtime_now - 1, SLICE);
+	EXPECT_EQ(1000 * SLICE, vtime_now);
+	vtime_now_advance(vtime_now, SLICE);
+	EXPECT_EQ(1000 * SLICE, vtime_now);
+	EXPECT_EQ(7, vtime_now_at);
+}
+
+/* It moves to the run's start when the run and the wall time allow. */
+TEST(vtime_now_follows_a_run_start)
+{
+	u64 start;
+
+	machine_reset();
+	start = vtime_now;
+	vtime_now_at = shim_now - SLICE;
+	vtime_now_advance(start + SLICE / 2, SLICE);
+	EXPECT_EQ(start + SLICE / 2, vtime_now);
+	EXPECT_EQ(shim_now, vtime_now_at);
+}
+
+/* It moves by at most the run's CPU time... */
+TEST(vtime_now_moves_by_at_most_the_run)
+{
+	u64 start;
+
+	machine_reset();
+	start = vtime_now;
+	vtime_now_at = shim_now - 100 * SLICE;
+	vtime_now_advance(start + 40 * SLICE, 3 * MS);
+	EXPECT_EQ(start + 3 * MS, vtime_now);
+}
+
+/* ... and by at most a slice plus the wall time since its last move. */
+TEST(vtime_now_moves_by_at_most_a_slice_and_the_wall_time)
+{
+	u64 start;
+
+	machine_reset();
+	start = vtime_now;
+	vtime_now_at = shim_now;
+	vtime_now_advance(start + 40 * SLICE, 100 * SLICE);
+	EXPECT_EQ(start + SLICE, vtime_now);
+	shim_now += 2 * MS;
+	vtime_now_advance(start + 40 * SLICE, 100 * SLICE);
+	EXPECT_EQ(start + 2 * SLICE + 2 * MS, vtime_now);
+	/* A clock read behind the last advance adds no wall time. */
+	vtime_now_at = shim_now + 10 * SLICE;
+	vtime_now_advance(start + 40 * SLICE, 100 * SLICE);
+	EXPECT_EQ(start + 3 * SLICE + 2 * MS, vtime_now);
+}
+
+/* Across the wrap it still moves forward, never to a "smaller" value. */
+TEST(vtime_now_advances_across_wraparound)
+{
+	machine_reset();
+	vtime_now = UINT64_MAX - 10;
+	vtime_now_at = shim_now - SLICE;
+	vtime_now_advance(5, SLICE);
+	EXPECT_EQ(5, vtime_now);
+	vtime_now_advance(UINT64_MAX - 20, SLICE);	/* behind: ignored */
+	EXPECT_EQ(5, vtime_now);
+}
+
+/* ------------------------------------------------------------ charges */
+
+/* The run so far counts 100/weight times over, and only for the run that
+ * ops.running recorded on the task's CPU. */
+TEST(current_vtime_charges_the_recorded_run_by_weight)
+{
+	struct task_struct p;
+
+	machine_reset();
+	p = task(10, vtime_now);
+	p.se.sum_exec_runtime = 50 * MS;
+	run_on(3, &p, NULL);
+	p.se.sum_exec_runtime += 4 * MS;
+	EXPECT_EQ(vtime_now + 4 * MS, current_vtime(&p));
+	p.scx.weight = 200;
+	EXPECT_EQ(vtime_now + 2 * MS, current_vtime(&p));
+	p.scx.weight = 50;
+	EXPECT_EQ(vtime_now + 8 * MS, current_vtime(&p));
+	cpu_ctx(3)->cur_pid = 11;		/* another run: nothing added */
+	EXPECT_EQ(vtime_now, current_vtime(&p));
+	cpu_ctx(3)->cur_pid = 10;
+	p.thread_info.cpu = nr_cpus;		/* a CPU out of range */
+	EXPECT_EQ(vtime_now, current_vtime(&p));
+	/* The result is floored like every vtime. */
+	p.thread_info.cpu = 3;
+	p.scx.dsq_vtime = 0;
+	EXPECT_EQ(vtime_now - LAG_SLICES * SLICE, current_vtime(&p));
+}
+
+/* A CPU-bound task (a base slice of run per voluntary sleep) is stolen for
+ * balance at min_slice(), any other at a base slice. */
+TEST(balance_gap_by_cpu_boundness)
+{
+	struct task_struct p;
+
+	machine_reset();
+	p = task(10, 0);
+	p.nvcsw = 3;
+	p.se.sum_exec_runtime = 4 * SLICE;
+	EXPECT_TRUE(cpu_bound(&p));
+	EXPECT_EQ(SLICE / 4, balance_gap(&p));
+	p.se.sum_exec_runtime = 4 * SLICE - 1;
+	EXPECT_FALSE(cpu_bound(&p));
+	EXPECT_EQ(SLICE, balance_gap(&p));
+}
+
+/* --slice-min-us 0, or above the base slice, means no cut. */
+TEST(min_slice_is_never_above_the_base_slice)
+{
+	machine_reset();
+	EXPECT_EQ(SLICE / 4, min_slice());
+	min_slice_ns = 0;
+	EXPECT_EQ(SLICE, min_slice());
+	min_slice_ns = SLICE + 1;
+	EXPECT_EQ(SLICE, min_slice());
+	min_slice_ns = SLICE;
+	EXPECT_EQ(SLICE, min_slice());
+}
+
+/* ------------------------------------------------------------ placement */
+
+/* A waking task keeps at most one base slice of credit against vtime_now;
+ * one that ran recently, or is ahead, is not moved. */
+TEST(wakee_keeps_at_most_a_slice_of_credit)
+{
+	struct task_struct p;
+
+	machine_reset();
+	p = task(10, vtime_now - 10 * SLICE);
+	wake_credit(&p, 1, NULL, false);
+	EXPECT_EQ(vtime_now - SLICE, p.scx.dsq_vtime);
+	p.scx.dsq_vtime = vtime_now - SLICE / 2;
+	wake_credit(&p, 1, NULL, false);
+	EXPECT_EQ(vtime_now - SLICE / 2, p.scx.dsq_vtime);
+	p.scx.dsq_vtime = vtime_now + 5 * SLICE;
+	wake_credit(&p, 1, NULL, false);
+	EXPECT_EQ(vtime_now + 5 * SLICE, p.scx.dsq_vtime);
+}
+
+/* On a crowded CPU whose head lags vtime_now, a wakee goes no further than
+ * a slice behind that head, not behind every laggard's lag. */
+TEST(wakee_goes_a_slice_behind_a_lagging_head)
+{
+	struct task_struct p, head;
+
+	machine_reset();
+	head = task(20, vtime_now - 10 * SLICE);
+	shim_dsq_head[1] = &head;
+	p = task(10, vtime_now - 15 * SLICE);
+	wake_credit(&p, 1, NULL, false);
+	EXPECT_EQ(head.scx.dsq_vtime + SLICE, p.scx.dsq_vtime);
+	/* A head within two slices of vtime_now changes nothing. */
+	head.scx.dsq_vtime = vtime_now - SLICE;
+	p.scx.dsq_vtime = vtime_now - 15 * SLICE;
+	wake_credit(&p, 1, NULL, false);
+	EXPECT_EQ(vtime_now - SLICE, p.scx.dsq_vtime);
+}
+
+/* A task woken from an interrupt is placed just before the CPU's earliest
+ * task: the deque's head or the run in progress, whichever is earlier. */
+TEST(interrupt_wakee_goes_just_before_the_cpus_earliest_task)
+{
+	struct task_struct p, head, hog;
+	struct rq rq = { 0 };
+
+	machine_reset();
+	head = task(20, vtime_now - 6 * SLICE);
+	hog = task(30, vtime_now - 8 * SLICE);
+	shim_dsq_head[2] = &head;
+	run_on(2, &hog, &rq);
+	p = task(10, vtime_now - 15 * SLICE);
+	wake_credit(&p, 2, &rq, true);
+	EXPECT_EQ(hog.scx.dsq_vtime - 1, p.scx.dsq_vtime);
+	/* The run is not the one recorded: only the head counts. */
+	cpu_ctx(2)->cur_pid = 0;
+	p.scx.dsq_vtime = vtime_now - 15 * SLICE;
+	wake_credit(&p, 2, &rq, true);
+	EXPECT_EQ(head.scx.dsq_vtime - 1, p.scx.dsq_vtime);
+	/* Nothing earlier than vtime_now less a slice: that bound. */
+	shim_dsq_head[2] = NULL;
+	p.scx.dsq_vtime = vtime_now - 15 * SLICE;
+	wake_credit(&p, 2, &rq, true);
+	EXPECT_EQ(vtime_now - SLICE, p.scx.dsq_vtime);
+}
+
+/* A task that slept at least wake_preempt_ns, woken by a task rather than
+ * an interrupt, keeps no credit against vtime_now. */
+TEST(task_woken_after_waiting_for_time_keeps_no_credit)
+{
+	struct task_struct p;
+	struct rq rq = { 0 };
+
+	machine_reset();
+	rq.cpu = 1;
+	rq.clock_task = 10 * SLICE;
+	p = task(10, vtime_now - 10 * SLICE);
+	p.se.exec_start = rq.clock_task - wake_preempt_ns;
+	EXPECT_TRUE(waited_for_time(&p, &rq, false));
+	wake_credit(&p, 1, &rq, false);
+	EXPECT_EQ(vtime_now, p.scx.dsq_vtime);
+	/* Slept a little less: the usual slice of credit. */
+	p.scx.dsq_vtime = vtime_now - 10 * SLICE;
+	p.se.exec_start = rq.clock_task - wake_preempt_ns + 1;
+	EXPECT_FALSE(waited_for_time(&p, &rq, false));
+	wake_credit(&p, 1, &rq, false);
+	EXPECT_EQ(vtime_now - SLICE, p.scx.dsq_vtime);
+}
+
+/* Over random placements: a wakee is never moved earlier than its own
+ * vtime, and never later than vtime_now unless it was there already. */
+TEST(wake_credit_only_moves_a_wakee_later_and_never_past_vtime_now)
+{
+	struct task_struct p, head, hog;
+	struct rq rq = { 0 };
+	unsigned int seed = 1, i;
+	u64 before, after, lim;
+
+	machine_reset();
+	/* Vtimes from 20 slices behind vtime_now to 12 ahead, in half slices. */
+#define NEAR_NOW()	(vtime_now + (u64)(((s64)(rand_r(&seed) % 64) - 40) * (s64)(SLICE / 2)))
+	for (i = 0; i < 100000; i++) {
+		vtime_now = ((u64)rand_r(&seed) << 40) ^ (u64)rand_r(&seed) * SLICE;
+		head = task(20, NEAR_NOW());
+		hog = task(30, NEAR_NOW());
+		shim_dsq_head[1] = rand_r(&seed) % 2 ? &head : NULL;
+		run_on(1, &hog, &rq);
+		rq.clock_task = 100 * SLICE;
+		p = task(10, NEAR_NOW());
+		p.se.exec_start = rq.clock_task - rand_r(&seed) % (2 * wake_preempt_ns);
+		before = p.scx.dsq_vtime;
+		wake_credit(&p, 1, rand_r(&seed) % 2 ? &rq : NULL, rand_r(&seed) % 2);
+		after = p.scx.dsq_vtime;
+		ASSERT_FALSE(time_before(after, before));
+		lim = time_before(before, vtime_now) ? vtime_now : before;
+		ASSERT_FALSE(time_before(lim, after));
+	}
+#undef NEAR_NOW
+}
+
+/* A task the kernel moves to another CPU loses its lag against that CPU's
+ * earliest task and keeps its lead. */
+TEST(moved_task_keeps_no_lag_against_its_new_cpu)
+{
+	struct task_struct p, head, hog;
+	struct rq rq = { 0 };
+
+	machine_reset();
+	head = task(20, vtime_now - 3 * SLICE);
+	hog = task(30, vtime_now - 4 * SLICE);
+	shim_dsq_head[4] = &head;
+	run_on(4, &hog, &rq);
+	p = task(10, vtime_now - 12 * SLICE);
+	migrate_place(&p, 4, &rq);
+	EXPECT_EQ(hog.scx.dsq_vtime, p.scx.dsq_vtime);
+	p.scx.dsq_vtime = vtime_now - 12 * SLICE;
+	migrate_place(&p, 4, NULL);		/* no rq: the head only */
+	EXPECT_EQ(head.scx.dsq_vtime, p.scx.dsq_vtime);
+	shim_dsq_head[4] = NULL;		/* an empty CPU: vtime_now less a slice */
+	p.scx.dsq_vtime = vtime_now - 12 * SLICE;
+	migrate_place(&p, 4, NULL);
+	EXPECT_EQ(vtime_now - SLICE, p.scx.dsq_vtime);
+	p.scx.dsq_vtime = vtime_now + 7 * SLICE;	/* a lead is kept */
+	migrate_place(&p, 4, &rq);
+	EXPECT_EQ(vtime_now + 7 * SLICE, p.scx.dsq_vtime);
+}
+
+/* ------------------------------------------------------------ the rate bound */
+
+/* WAKE_KICK_BURST switches conform at once; the next waits one period. */
+TEST(rate_bound_allows_a_burst_then_one_a_period)
+{
+	u64 now;
+	int i;
+
+	machine_reset();
+	now = shim_now;
+	for (i = 0; i < WAKE_KICK_BURST; i++) {
+		ASSERT_EQ(0, kick_wait(1, now));
+		kick_charge(1, now);
+	}
+	EXPECT_EQ(lat_slice_ns, kick_wait(1, now));
+	EXPECT_EQ(lat_slice_ns / 2, kick_wait(1, now + lat_slice_ns / 2));
+	EXPECT_EQ(0, kick_wait(1, now + lat_slice_ns));
+	/* Another CPU has a bound of its own. */
+	EXPECT_EQ(0, kick_wait(2, now));
+}
+
+/* Idle time refills the burst but never beyond it. */
+TEST(rate_bound_burst_does_not_accumulate)
+{
+	u64 now;
+	int i, n = 0;
+
+	machine_reset();
+	now = shim_now;
+	kick_charge(1, now);
+	now += 1000 * lat_slice_ns;
+	while (!kick_wait(1, now) && n < 100) {
+		kick_charge(1, now);
+		n++;
+	}
+	EXPECT_EQ(WAKE_KICK_BURST, n);
+	for (i = 0; i < 3; i++)
+		EXPECT_NE(0, kick_wait(1, now));
+}
+
+/* Taking every switch the bound allows, at random times, no window of t
+ * holds more than WAKE_KICK_BURST + t / period of them. */
+TEST(rate_bound_holds_over_random_arrivals)
+{
+	static u64 at[200000];
+	unsigned int seed = 7, n = 0, i, j;
+	u64 now, w;
+
+	machine_reset();
+	now = UINT64_MAX - 50 * lat_slice_ns;	/* across the wrap, too */
+	for (i = 0; i < 400000 && n < 200000; i++) {
+		now += rand_r(&seed) % (lat_slice_ns / 2);
+		if (kick_wait(1, now))
+			continue;
+		kick_charge(1, now);
+		at[n++] = now;
+	}
+	ASSERT_GT(n, 1000);
+	for (i = 0; i < n; i += 97) {
+		for (j = i; j < n && at[j] - at[i] <= 20 * lat_slice_ns; j++)
+			;
+		w = 20;
+		ASSERT_LE(j - i, WAKE_KICK_BURST + w) TH_LOG("window at %u: %u switches", i, j - i);
+	}
+}
+
+/* A charge at a later time (a cut's end) moves the bound from then on. */
+TEST(rate_bound_charges_a_cut_at_its_end)
+{
+	u64 now;
+	int i;
+
+	machine_reset();
+	now = shim_now;
+	for (i = 0; i < WAKE_KICK_BURST; i++)
+		kick_charge(1, now + 5 * lat_slice_ns);
+	EXPECT_EQ(5 * lat_slice_ns + lat_slice_ns, kick_wait(1, now));
+}
+
+/* ------------------------------------------------------------ wakeup preemption */
+
+/* A stream of interrupt wakees earlier than a hog preempts it at most
+ * WAKE_KICK_BURST times at once; then the run's end waits for the bound,
+ * by a timer, and is charged where it falls. */
+TEST(interrupt_wakees_preempt_a_hog_within_the_rate_bound)
+{
+	struct task_struct p, hog;
+	struct rq rq = { 0 };
+	struct wake_cut *wc;
+	u32 key = 1;
+	int i;
+
+	machine_reset();
+	hog = task(30, vtime_now + 4 * SLICE);
+	hog.se.sum_exec_runtime = 100 * SLICE;
+	run_on(1, &hog, &rq);
+	hog.se.sum_exec_runtime += 10 * MS;	/* it has run 10 ms */
+	rq.clock_task = 200 * SLICE;
+	hog.se.exec_start = rq.clock_task;
+	p = task(10, vtime_now);
+	for (i = 0; i < WAKE_KICK_BURST; i++) {
+		wake_preempt(&p, 1, &rq, false, true, p.scx.dsq_vtime);
+		ASSERT_EQ(i + 1, shim_nr_kicks);
+		ASSERT_EQ(WS_KICK_PREEMPT, shim_last_kick_flags);
+		ASSERT_EQ(p.pid, cpu_ctx(1)->wake_kicked);
+	}
+	wake_preempt(&p, 1, &rq, false, true, p.scx.dsq_vtime);
+	EXPECT_EQ(WAKE_KICK_BURST, shim_nr_kicks);
+	wc = bpf_map_lookup_elem(&wake_cuts, &key);
+	ASSERT_NE(NULL, wc);
+	EXPECT_EQ(lat_slice_ns, wc->timer.armed_ns);
+	EXPECT_EQ(hog.pid, wc->pid);
+	/* A registered process's run is never preempted so. */
+	machine_reset();
+	run_on(1, &hog, &rq);
+	hog.se.sum_exec_runtime += 10 * MS;
+	fake_registered = true;
+	wake_preempt(&p, 1, &rq, false, true, p.scx.dsq_vtime);
+	EXPECT_EQ(0, shim_nr_kicks);
+}
+
+/* A wakee not earlier than the run, or behind the deque's head, waits. */
+TEST(wakee_later_than_the_run_or_the_head_does_not_preempt)
+{
+	struct task_struct p, hog, head;
+	struct rq rq = { 0 };
+
+	machine_reset();
+	hog = task(30, vtime_now);
+	run_on(1, &hog, &rq);
+	hog.se.sum_exec_runtime += 10 * MS;
+	p = task(10, vtime_now + 10 * MS);	/* ahead of the hog's run so far */
+	wake_preempt(&p, 1, &rq, false, true, p.scx.dsq_vtime);
+	EXPECT_EQ(0, shim_nr_kicks);
+	head = task(20, vtime_now - SLICE);
+	shim_dsq_head[1] = &head;
+	p.scx.dsq_vtime = vtime_now;
+	wake_preempt(&p, 1, &rq, false, true, p.scx.dsq_vtime);
+	EXPECT_EQ(0, shim_nr_kicks);
+	shim_dsq_head[1] = NULL;
+	wake_preempt(&p, 1, &rq, false, true, p.scx.dsq_vtime);
+	EXPECT_EQ(1, shim_nr_kicks);
+}
+
+/* ------------------------------------------------------------ slices */
+
+/* A user task woken from an interrupt marks its CPU for a base slice: a
+ * crowded CPU's cut is lat_slice_ns then, min_slice() before and after,
+ * and for a registered process's run. */
+TEST(interrupt_wakee_shortens_cuts_for_a_base_slice)
+{
+	struct task_struct p, t;
+
+	machine_reset();
+	p = task(10, 0);
+	t = task(11, 0);
+	EXPECT_EQ(min_slice(), lat_cut(&t, 3));
+	lat_wake_note(&p, 3, false);		/* not from an interrupt */
+	EXPECT_EQ(min_slice(), lat_cut(&t, 3));
+	lat_wake_note(&p, 3, true);
+	EXPECT_EQ(lat_slice_ns, lat_cut(&t, 3));
+	EXPECT_EQ(min_slice(), lat_cut(&t, 4));	/* another CPU */
+	fake_registered = true;
+	EXPECT_EQ(min_slice(), lat_cut(&t, 3));
+	fake_registered = false;
+	shim_now += SLICE - 1;
+	EXPECT_EQ(lat_slice_ns, lat_cut(&t, 3));
+	shim_now += 1;
+	EXPECT_EQ(min_slice(), lat_cut(&t, 3));
+	/* A kernel thread marks nothing. */
+	p.flags = WS_PF_KTHREAD;
+	lat_wake_note(&p, 3, true);
+	EXPECT_EQ(min_slice(), lat_cut(&t, 3));
+	/* Nor does anything when the shorter cut is not shorter. */
+	p.flags = 0;
+	lat_slice_ns = min_slice();
+	lat_wake_note(&p, 5, true);
+	EXPECT_EQ(0, cpu_ctx(5)->lat_wake_at);
+}
+
+/* The any-CPU mark moves only when it is LAT_ANY_STALE old. */
+TEST(any_cpu_mark_moves_at_most_once_a_millisecond)
+{
+	struct task_struct p;
+	u64 first;
+
+	machine_reset();
+	p = task(10, 0);
+	lat_wake_note(&p, 1, true);
+	first = lat_any_at;
+	EXPECT_EQ(shim_now, first);
+	shim_now += LAT_ANY_STALE - 1;
+	lat_wake_note(&p, 2, true);
+	EXPECT_EQ(first, lat_any_at);
+	shim_now += 1;
+	lat_wake_note(&p, 2, true);
+	EXPECT_EQ(shim_now, lat_any_at);
+}
+
+/* The loader's own wakeups are not a timer wakee's. */
+TEST(loader_is_no_interrupt_wakee)
+{
+	struct task_struct p;
+
+	machine_reset();
+	p = task(10, 0);
+	__preempt_count = 0x00010000;		/* in a hard IRQ */
+	EXPECT_TRUE(ws_irq_wakeup(&p));
+	loader_tgid = 10;
+	EXPECT_FALSE(ws_irq_wakeup(&p));
+	__preempt_count = 0;
+	loader_tgid = 0;
+	EXPECT_FALSE(ws_irq_wakeup(&p));
+}
+
+/* The tick's period is learnt over TICK_LEARN_JIFFIES jiffies, and a
+ * period outside [TICK_NS_MIN, TICK_NS_MAX] makes it start over. */
+TEST(tick_period_is_learnt_and_checked)
+{
+	int i;
+
+	machine_reset();
+	shim_jiffies = 1000;
+	for (i = 0; i <= TICK_LEARN_JIFFIES; i++) {
+		tick_gap_learn();
+		shim_jiffies++;
+		shim_now += 4 * MS;
+	}
+	EXPECT_EQ(4 * MS, tick_gap_ns);
+	machine_reset();
+	shim_jiffies = 1000;
+	for (i = 0; i <= TICK_LEARN_JIFFIES; i++) {
+		tick_gap_learn();
+		shim_jiffies++;
+		shim_now += 100 * MS;		/* HZ 10: not believed */
+	}
+	EXPECT_EQ(0, tick_gap_ns);
+	EXPECT_EQ(0, tick_base_j);
+}
+
+/* ------------------------------------------------------------ the steal mask */
+
+/* A clear bit means nothing stealable arrived since the deque was seen
+ * empty; a thief that clears it looks again. */
+TEST(steal_mask_clears_only_an_empty_deque)
+{
+	machine_reset();
+	EXPECT_TRUE(mask_empty());
+	mask_set(5);
+	EXPECT_TRUE(mask_test(5));
+	EXPECT_FALSE(mask_empty());
+	shim_dsq_len[5] = 1;			/* a task arrived meanwhile */
+	mask_clear(5);
+	EXPECT_TRUE(mask_test(5));
+	shim_dsq_len[5] = 0;
+	mask_clear(5);
+	EXPECT_FALSE(mask_test(5));
+	EXPECT_TRUE(mask_empty());
+	/* A bit past nr_cpus' words is not looked at. */
+	queued_mask[2] = 1;
+	EXPECT_TRUE(mask_empty());
+}
+
+/* A steal from a deque whose tasks are all pinned marks it unstealable;
+ * a clear bit skips the deque without a move. */
+TEST(failed_steal_marks_the_deque_unstealable)
+{
+	machine_reset();
+	EXPECT_FALSE(try_steal(0, 3, false));	/* bit clear: not even tried */
+	mask_set(3);
+	shim_dsq_len[3] = 0;
+	EXPECT_FALSE(try_steal(0, 3, false));	/* empty: the bit goes */
+	EXPECT_FALSE(mask_test(3));
+	EXPECT_FALSE(try_steal(0, 0, false));	/* never from itself */
+	EXPECT_FALSE(try_steal(0, nr_cpus, false));
+	mask_set(3);
+	shim_dsq_len[3] = 2;
+	EXPECT_TRUE(try_steal(0, 3, false));
+	EXPECT_EQ(1, shim_dsq_len[3]);
+	EXPECT_EQ(0, cpu_ctx(3)->unstealable);
+	shim_dsq_pinned[3] = true;
+	EXPECT_FALSE(try_steal(0, 3, false));
+	EXPECT_EQ(1, cpu_ctx(3)->unstealable);
+	EXPECT_TRUE(mask_test(3));		/* still holds tasks */
+}
+
+TEST_HARNESS_MAIN
