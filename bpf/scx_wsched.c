@@ -53,17 +53,24 @@ _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == WSCHED_NR_STATS,
 	       "stat_names[] out of sync with struct wsched_stats");
 
 static const char usage_fmt[] =
-"Usage: %s [--slice-us N] [--slice-min-us N] [--slice-lat-us N] [--no-slice-timer]\n"
-"       [--wake-preempt-us N] [--grace-us N] [--group NAME]\n"
+"Usage: %s [--slice-us N] [--slice-min-us N] [--slice-lat-us N] [--grace-us N]\n"
+"       [--group NAME]\n"
 "       [--hint-socket PATH] [--hint-user-max N]\n"
 "       [--no-hints | --hints-observe] [--stats SECONDS] [--json] [--verbose]\n"
-"       [--version] [--help]\n"
+"       [--experimental LIST] [--version] [--help]\n"
 "       %s --monitor SECONDS [--json]\n"
 "\n"
 "Load scx_wsched, a sched_ext scheduler with per-CPU dispatch deques and\n"
 "idle-CPU work stealing; run until SIGINT/SIGTERM, then detach. The design\n"
 "(policy, invariants, limits) is the comment at the top of bpf/scx_wsched.bpf.c\n"
 "and of the fragments it lists, and Documentation/scheduler.md.\n"
+"\n"
+"What an operator tunes: the slices (--slice-us, --slice-min-us; both 20000\n"
+"for throughput: slices never cut), the cut near tasks that wait for time\n"
+"(--slice-lat-us) and the grace of critical sections (--grace-us); who may\n"
+"register for hints (--group, --hint-socket, --hint-user-max, --no-hints;\n"
+"--hints-observe to count what hints would change). --experimental holds\n"
+"the switches kept for A/B measurements.\n"
 "\n"
 "  --slice-us N       base time slice in microseconds (%d..%d, default %d)\n"
 "  --slice-min-us N   the minimum slice, what the base slice is cut down to\n"
@@ -74,20 +81,7 @@ static const char usage_fmt[] =
 "                     queued there within the last base slice (%d..the\n"
 "                     minimum slice; default %d, or the minimum slice if\n"
 "                     that is less or is the base slice; equal to the\n"
-"                     minimum slice: no such cut); also the least gap, on\n"
-"                     average, between a CPU's preemptions for wakees (4\n"
-"                     may come in a row)\n"
-"  --no-slice-timer   end a slice on a crowded CPU at the tick after it ran\n"
-"                     out, not on time by a timer armed at the tick before\n"
-"                     (armed while a task woken from an interrupt is recent)\n"
-"  --wake-preempt-us N  how long a task runs before a task woken from an\n"
-"                     interrupt (a timer, a device) that is earlier in vtime\n"
-"                     may preempt it (0..%d, default %d; 0: never; a\n"
-"                     registered process's threads never are); a CPU-bound\n"
-"                     task also yields, once it ran --slice-lat-us, to one\n"
-"                     woken from another CPU after sleeping N or more; a\n"
-"                     CPU is preempted so at most 4 times in a row and once\n"
-"                     per --slice-lat-us on average\n"
+"                     minimum slice: no such cut)\n"
 "  --grace-us N       grace slice for a task whose slice ends inside a critical\n"
 "                     section (0..%d, default %d; 0: none; Documentation/abi.md)\n"
 "  --group NAME       let members of group NAME register for hints (socket mode\n"
@@ -117,6 +111,23 @@ static const char usage_fmt[] =
 "  --verbose          libbpf debug output and load details on stderr\n"
 "  --version          print the version and exit\n"
 "  --help             print this help and exit\n"
+"  --experimental LIST  switches for A/B measurements, not for tuning: a\n"
+"                     comma-separated list of\n"
+"                     no-slice-timer: end a slice on a crowded CPU at the\n"
+"                       tick after it ran out, not on time by a timer armed\n"
+"                       at the tick before (armed while a task woken from an\n"
+"                       interrupt is recent)\n"
+"                     wake-preempt-us=N: how long a task runs before a task\n"
+"                       woken from an interrupt (a timer, a device) that is\n"
+"                       earlier in vtime may preempt it (0..%d, default %d;\n"
+"                       0: no wakeup preemption at all); a CPU-bound task\n"
+"                       also yields, once it ran 1 ms, to one woken from\n"
+"                       another CPU after sleeping 30 us or more; a CPU is\n"
+"                       preempted so at most 4 times in a row and once a\n"
+"                       millisecond on average; never a registered\n"
+"                       process's threads\n"
+"                     (the old spellings --no-slice-timer and\n"
+"                     --wake-preempt-us are refused with a line that says so)\n"
 "\n"
 "Exit status: 0 detached on request (--monitor: stopped, or the scheduler it\n"
 "read is gone), 1 load failure (--monitor: no scx_wsched running), 2 bad usage, 3 not root,\n"
@@ -497,8 +508,8 @@ struct opts {
 	unsigned long slice_us;
 	unsigned long min_slice_us;
 	unsigned long lat_slice_us;
-	unsigned long wake_preempt_us;
-	bool slice_timer;		/* not --no-slice-timer */
+	unsigned long wake_preempt_us;	/* --experimental wake-preempt-us=N */
+	bool slice_timer;		/* not --experimental no-slice-timer */
 	unsigned long grace_us;
 	const char *hint_path;
 	long hint_gid;			/* --group, -1: root only */
@@ -514,6 +525,8 @@ static const struct option longopts[] = {
 	{ "slice-us",	required_argument,	NULL, 's' },
 	{ "slice-min-us", required_argument,	NULL, 'm' },
 	{ "slice-lat-us", required_argument,	NULL, 'L' },
+	{ "experimental", required_argument,	NULL, 'X' },
+	/* Moved under --experimental: refused with a line that says so. */
 	{ "wake-preempt-us", required_argument,	NULL, 'w' },
 	{ "no-slice-timer", no_argument,	NULL, 'T' },
 	{ "grace-us",	required_argument,	NULL, 'g' },
@@ -535,9 +548,32 @@ static void print_usage(void)
 {
 	printf(usage_fmt, prog, prog, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX, WSCHED_SLICE_US_DFL,
 	       WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MIN, WSCHED_SLICE_LAT_US_DFL,
-	       WSCHED_SLICE_US_MAX, WSCHED_WAKE_PREEMPT_US_DFL,
 	       WSCHED_GRACE_US_MAX, WSCHED_GRACE_US_DFL, WS_HINT_SOCK_PATH,
-	       (int)WS_HINT_MAX_PROCS, HINT_USER_MAX_DFL);
+	       (int)WS_HINT_MAX_PROCS, HINT_USER_MAX_DFL,
+	       WSCHED_SLICE_US_MAX, WSCHED_WAKE_PREEMPT_US_DFL);
+}
+
+/* --experimental LIST: a comma-separated list of switches, into @o. */
+static void parse_experimental(const char *list, struct opts *o)
+{
+	char buf[256], *save = NULL, *sw, *val;
+
+	if (strlen(list) >= sizeof(buf))
+		die_usage("--experimental: list too long: '%s'", list);
+	strcpy(buf, list);
+	for (sw = strtok_r(buf, ",", &save); sw; sw = strtok_r(NULL, ",", &save)) {
+		val = strchr(sw, '=');
+		if (val)
+			*val++ = '\0';
+		if (!strcmp(sw, "no-slice-timer") && !val)
+			o->slice_timer = false;
+		else if (!strcmp(sw, "wake-preempt-us") && val)
+			o->wake_preempt_us = parse_ulong("--experimental wake-preempt-us", val, 0,
+							 WSCHED_SLICE_US_MAX);
+		else
+			die_usage("--experimental: no switch '%s' (no-slice-timer, wake-preempt-us=N)",
+				  sw);
+	}
 }
 
 /*
@@ -562,7 +598,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		.hint_user_max = HINT_USER_MAX_DFL,
 		.hints = true,
 	};
-	while ((opt = getopt_long(argc, argv, "s:m:L:w:Tg:G:P:U:nOS:M:jvVh", longopts, &li)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:m:L:X:g:G:P:U:nOS:M:jvVh", longopts, &li)) != -1) {
 		switch (opt) {
 		case 's':
 			o->slice_us = parse_ulong("--slice-us", optarg, WSCHED_SLICE_US_MIN,
@@ -576,12 +612,16 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->lat_slice_us = parse_ulong("--slice-lat-us", optarg, WSCHED_SLICE_US_MIN,
 						      WSCHED_SLICE_US_MAX);
 			break;
+		case 'X':
+			parse_experimental(optarg, o);
+			break;
 		case 'w':
-			o->wake_preempt_us = parse_ulong("--wake-preempt-us", optarg, 0,
-							 WSCHED_SLICE_US_MAX);
+			die_usage("%s is an experimental switch: --experimental wake-preempt-us=N",
+				  "--wake-preempt-us");
 			break;
 		case 'T':
-			o->slice_timer = false;
+			die_usage("%s is an experimental switch: --experimental no-slice-timer",
+				  "--no-slice-timer");
 			break;
 		case 'g':
 			o->grace_us = parse_ulong("--grace-us", optarg, 0, WSCHED_GRACE_US_MAX);

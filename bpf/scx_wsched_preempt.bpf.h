@@ -4,10 +4,10 @@
  * woken from an interrupt (or by a task on another CPU, when the running
  * task is CPU-bound), earlier in vtime than the task its CPU runs and than
  * that deque's head, for which no idle CPU was woken, preempts that task
- * once it has run --wake-preempt-us (at once, or by a timer at that bound,
+ * once it has run wake_preempt_ns (at once, or by a timer at that bound,
  * wake_cuts); never a registered process's thread. A CPU is preempted so
- * at most WAKE_KICK_BURST times in a row and once per --slice-lat-us on
- * average (the rate bound, kick_wait() and kick_charge()). Any other
+ * at most WAKE_KICK_BURST times in a row and once per WAKE_KICK_PERIOD_NS
+ * on average (the rate bound, kick_wait() and kick_charge()). Any other
  * wakee waits for the next dispatch.
  */
 #ifndef __SCX_WSCHED_PREEMPT_BPF_H
@@ -74,16 +74,16 @@ static __always_inline bool wake_cut_arm(s32 cpu, struct task_struct *curr, u64 
 
 /*
  * The rate bound of wakeup preemption per CPU, whatever the wakees: at
- * most WAKE_KICK_BURST switches in a row, and one per lat_slice_ns
- * (--slice-lat-us, 1 ms) on average. The bound on the running task's run
+ * most WAKE_KICK_BURST switches in a row, and one per WAKE_KICK_PERIOD_NS
+ * on average. The bound on the running task's run
  * (wake_preempt_ns) alone lets a task that sleeps a little longer than
  * it, woken by its timer each time, switch a CPU hog out at every
  * wakeup, so that the hog's CPU goes to switches rather than to either
  * task (test timer_storm_bounded, in tests/parallel/). A periodic thread
  * (a timer, audio, a heartbeat: a wakeup per millisecond or fewer per
  * CPU) never meets this bound and keeps its prompt start; a faster
- * stream of wakees waits up to about lat_slice_ns each, what slices near
- * them are cut to anyway (lat_cut()).
+ * stream of wakees waits up to about WAKE_KICK_PERIOD_NS each, as long
+ * as the shorter cut near such wakees lasts by default (lat_cut()).
  * A generic cell rate algorithm: ws_cpu.kick_tat is when the next switch would
  * be due at the sustained rate; a switch at @now conforms when that is at
  * most (WAKE_KICK_BURST - 1) periods ahead of @now. Every switch the rule
@@ -92,12 +92,13 @@ static __always_inline bool wake_cut_arm(s32 cpu, struct task_struct *curr, u64 
  * without atomics: a lost update allows one more switch.
  */
 #define WAKE_KICK_BURST		4
+#define WAKE_KICK_PERIOD_NS	(1000 * 1000ULL)	/* 1 ms */
 
 /* How long until @cpu may be switched for a wakee (0: now). */
 static __always_inline u64 kick_wait(s32 cpu, u64 now)
 {
 	u64 tat = cpu_ctx(cpu)->kick_tat;
-	u64 tau = (WAKE_KICK_BURST - 1) * lat_slice_ns;
+	u64 tau = (WAKE_KICK_BURST - 1) * WAKE_KICK_PERIOD_NS;
 
 	if (time_before(tat, now))
 		return 0;
@@ -111,7 +112,7 @@ static __always_inline void kick_charge(s32 cpu, u64 at)
 
 	if (time_before(tat, at))
 		tat = at;
-	cpu_ctx(cpu)->kick_tat = tat + lat_slice_ns;
+	cpu_ctx(cpu)->kick_tat = tat + WAKE_KICK_PERIOD_NS;
 }
 
 /*
@@ -129,14 +130,15 @@ static __always_inline void kick_charge(s32 cpu, u64 at)
  * - the running task has run at least wake_preempt_ns since it started
  *   (a rate bound: a CPU is preempted at most once per wake_preempt_ns
  *   of run, whatever the number of wakees or their wakeup rate), or at
- *   least lat_slice_ns for a wakee of a task on another CPU: a process
+ *   least WAKE_XCPU_RUN_NS for a wakee of a task on another CPU: a process
  *   can wake its own threads from another CPU as fast as it likes, and at
  *   wake_preempt_ns a stream of such wakeups switched a CPU hog out at
  *   nearly every one (test wakeup_storm_from_another_cpu_bounded, in
  *   tests/parallel/: it needs CPUs that run at once); when it has run
  *   less, the run is ended at that bound instead (wake_cut_arm());
  * - the CPU is within its rate bound (kick_wait(): at most
- *   WAKE_KICK_BURST switches in a row, one per lat_slice_ns on average);
+ *   WAKE_KICK_BURST switches in a row, one per WAKE_KICK_PERIOD_NS on
+ *   average);
  *   beyond it, the run is ended when the bound allows instead;
  * - the running task belongs to no registered process
  *   (hint_registered()): fork/join workers, thieves and lock holders in a
@@ -160,6 +162,8 @@ static __always_inline void kick_charge(s32 cpu, u64 at)
  * be; the credit a waking task keeps (wake_credit(), at most one base
  * slice) is the same with or without preemption.
  */
+#define WAKE_XCPU_RUN_NS	(1000 * 1000ULL)	/* 1 ms */
+
 static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct rq *rq,
 					 bool here, bool irq, u64 vtime)
 {
@@ -176,8 +180,8 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
 		return;
 	if (!irq && !cpu_bound(curr))
 		return;
-	if (!irq && bound < lat_slice_ns)
-		bound = lat_slice_ns;
+	if (!irq && bound < WAKE_XCPU_RUN_NS)
+		bound = WAKE_XCPU_RUN_NS;
 	/*
 	 * The run so far: sum_exec_runtime is brought up to date only at
 	 * ticks and switches (update_curr()), so add what ran since, by the

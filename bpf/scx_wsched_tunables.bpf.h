@@ -23,13 +23,13 @@
 
 WS_TUNABLE u64 slice_ns = WSCHED_SLICE_US_DFL * 1000ULL;
 WS_TUNABLE u64 min_slice_ns = WSCHED_SLICE_US_DFL * 1000ULL / 4;
-/* --wake-preempt-us: how long a task runs before a waking task earlier in
+/* --experimental wake-preempt-us: how long a task runs before a waking task earlier in
  * vtime may preempt it (0: never; wake_preempt()). */
 WS_TUNABLE u64 wake_preempt_ns = WSCHED_WAKE_PREEMPT_US_DFL * 1000ULL;
 /* --slice-lat-us: what a crowded CPU cuts slices down to while a task woken
  * from an interrupt was queued there lately (lat_cut()); min_slice(): none. */
 WS_TUNABLE u64 lat_slice_ns = WSCHED_SLICE_LAT_US_DFL * 1000ULL;
-WS_TUNABLE bool slice_end_timer = true;	/* not --no-slice-timer: slice_ends */
+WS_TUNABLE bool slice_end_timer = true;	/* not --experimental no-slice-timer: slice_ends */
 /*
  * The loader's process id in the kernel's (initial) PID namespace, 0 where
  * it cannot tell: a wakeup of the scheduler's own loader is never counted

@@ -106,14 +106,18 @@ static __always_inline bool cpu_bound(struct task_struct *p)
 /*
  * Did @p wait for time rather than for another task: is it woken from an
  * interrupt (@irq: ws_irq_wakeup()), or did it sleep at least
- * wake_preempt_ns (se.exec_start is where its last run stopped, by the
- * clock rq->clock_task gives)? A periodic task that was woken late sleeps
- * less than its period the next time, or not at all; the interrupt still
- * says what it waits for.
+ * TIMED_SLEEP_NS (se.exec_start is where its last run stopped, by the
+ * clock rq->clock_task gives)? A message's round trip between two tasks
+ * (a pipe's, a futex handoff's) takes microseconds; a task that sleeps
+ * longer waited for something other than its peer's next step. A periodic
+ * task that was woken late sleeps less than its period the next time, or
+ * not at all; the interrupt still says what it waits for.
  */
+#define TIMED_SLEEP_NS		(30 * 1000ULL)	/* 30 us */
+
 static __always_inline bool waited_for_time(struct task_struct *p, struct rq *rq, bool irq)
 {
-	return irq || (s64)(rq->clock_task - p->se.exec_start) >= (s64)wake_preempt_ns;
+	return irq || (s64)(rq->clock_task - p->se.exec_start) >= (s64)TIMED_SLEEP_NS;
 }
 
 /*

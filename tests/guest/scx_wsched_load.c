@@ -240,6 +240,13 @@ TEST_F(load, bad_args_fail)
 		{ "--monitor", "0", NULL },
 		{ "--monitor", "1", "--grace-us", "500", NULL },
 		{ "--stats", "1", "--monitor", "1", NULL },
+		{ "--experimental", "no-such-switch", NULL },
+		{ "--experimental", "wake-preempt-us", NULL },
+		{ "--experimental", "wake-preempt-us=100001", NULL },
+		{ "--experimental", "no-slice-timer=1", NULL },
+		{ "--experimental", "no-slice-timer,bogus", NULL },
+		{ "--no-slice-timer", NULL },			/* now --experimental's */
+		{ "--wake-preempt-us", "30", NULL },
 	};
 	unsigned int i;
 

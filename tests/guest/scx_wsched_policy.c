@@ -336,7 +336,7 @@ TEST_F_TIMEOUT(sched, slice_min_sets_the_crowded_slice, 60 + 3 * WT_LOAD_ALLOWAN
  * --slice-min-us 500, beside a thread on CPU 3 that sleeps to 15 ms
  * deadlines (each timer expiry keeps lat_any_at recent), each run until
  * the first tick that finds the others waiting and 0.5 ms more, where with
- * --no-slice-timer the kernel ends the cut slice only at the tick after it
+ * --experimental no-slice-timer the kernel ends the cut slice only at the tick after it
  * ran out. At HZ=250 that is about 2.5 ms against 8 ms a run; at HZ=1000,
  * 1.25 ms against 2. Without the sleeper the timer is armed only in the
  * base slices after the test's own sleeps end. Asserted: at least 1.3x
@@ -347,8 +347,8 @@ TEST_F_TIMEOUT(sched, slice_min_sets_the_crowded_slice, 60 + 3 * WT_LOAD_ALLOWAN
 TEST_F_TIMEOUT(sched, slice_ends_on_time, 60 + 3 * WT_LOAD_ALLOWANCE)
 {
 	const char *timer[] = { "--slice-min-us", "500", "--stats", "1", "--json", NULL };
-	const char *tick[] = { "--slice-min-us", "500", "--no-slice-timer", "--stats", "1", "--json",
-			       NULL };
+	const char *tick[] = { "--slice-min-us", "500", "--experimental", "no-slice-timer",
+			       "--stats", "1", "--json", NULL };
 	long long on, off, alone, armed_on, kicks_on, armed_off, armed_alone;
 
 	on = crowded_preemptions_beside(self, timer, 15000000LL, 3);
@@ -362,7 +362,7 @@ TEST_F_TIMEOUT(sched, slice_ends_on_time, 60 + 3 * WT_LOAD_ALLOWANCE)
 	ASSERT_LE(0, alone);
 	armed_alone = wt_json_fresh(OUT_FILE, "nr_slice_ends", 10);
 	TH_LOG("preemptions of 3 hogs on one CPU in 2 s beside a 15 ms sleeper: %lld with the "
-	       "slice timer (armed %lld, kicks %lld), %lld with --no-slice-timer (armed %lld); "
+	       "slice timer (armed %lld, kicks %lld), %lld with no-slice-timer (armed %lld); "
 	       "without the sleeper %lld (armed %lld)",
 	       on, armed_on, kicks_on, off, armed_off, alone, armed_alone);
 	EXPECT_LE(off * 13 / 10, on);
@@ -814,7 +814,7 @@ static void periodic_thread_beside_hogs(struct __test_metadata *_metadata,
 
 /*
  * Eight hogs share the CPU, so a wakeup often comes less than
- * --wake-preempt-us into a hog's run: the run must then end at that bound
+ * wake-preempt-us (30 us) into a hog's run: the run must then end at that bound
  * (p90 under 3 ms), neither be left its whole slice nor end only at the
  * tick after the bound (4 ms apart at HZ=250, the lab kernel's).
  */
@@ -841,7 +841,7 @@ TEST_F_TIMEOUT(sched, short_period_thread_starts_promptly, 60)
  * A task woken by a task on another CPU starts promptly beside a CPU hog:
  * a reader blocks on a pipe on CPU 1, which a hog shares; a writer on CPU
  * 0 sleeps 10 ms and writes the time, PERIODIC_LOOPS times. The reader
- * slept more than --wake-preempt-us and is earlier in vtime than the hog,
+ * slept more than TIMED_SLEEP_NS (30 us) and is earlier in vtime than the hog,
  * which is CPU-bound (cpu_bound()), so it preempts it (wake_preempt();
  * wake_preemptions() must move): its median latency from the write must
  * be under 2 ms. Without the preemption it waited for the hog's slice to
@@ -1249,7 +1249,7 @@ TEST_F_TIMEOUT(sched, burst_of_recent_sleepers_not_ahead, 60)
  * on CPU 3 a producer spins 2 ms of its CPU time and writes a byte to a
  * pipe, over and over, and a consumer reads a byte and spins 100 us. The
  * consumer sleeps about 2 ms before each byte, longer than
- * --wake-preempt-us, and its waker, CPU-bound, goes on running there.
+ * TIMED_SLEEP_NS (30 us), and its waker, CPU-bound, goes on running there.
  * Over 2 s the runs preempted for a wakee
  * (all CPUs) must be fewer than a tenth of the bytes written: letting a
  * wakee that slept that long preempt took the producer's CPU at nearly
@@ -1523,7 +1523,7 @@ static void pinned_wakeups(struct __test_metadata *_metadata, FIXTURE_DATA(sched
  * for the lock's holder). T, pinned to CPU 2 beside a hog, is woken from
  * CPU 1 every 0.5 ms (pinned_wakeups()). The only IRQ work allowed is
  * that which preempts the hog for T (wakeup preemption, at most once per
- * --wake-preempt-us of the hog's run: a kick, or a timer's arming and
+ * wake-preempt-us (30 us) of the hog's run: a kick, or a timer's arming and
  * kick, each an irq_work; or the end of the hog's cut slice on time, once
  * per run: a timer's arming and kick). A kick for every wakeup would cost
  * about one IRQ-work interrupt per wakeup besides those; fewer than one

@@ -374,7 +374,7 @@ TEST(interrupt_wakee_goes_just_before_the_cpus_earliest_task)
 	EXPECT_EQ(vtime_now - SLICE, p.scx.dsq_vtime);
 }
 
-/* A task that slept at least wake_preempt_ns, woken by a task rather than
+/* A task that slept at least TIMED_SLEEP_NS, woken by a task rather than
  * an interrupt, keeps no credit against vtime_now. */
 TEST(task_woken_after_waiting_for_time_keeps_no_credit)
 {
@@ -385,13 +385,13 @@ TEST(task_woken_after_waiting_for_time_keeps_no_credit)
 	rq.cpu = 1;
 	rq.clock_task = 10 * SLICE;
 	p = task(10, vtime_now - 10 * SLICE);
-	p.se.exec_start = rq.clock_task - wake_preempt_ns;
+	p.se.exec_start = rq.clock_task - TIMED_SLEEP_NS;
 	EXPECT_TRUE(waited_for_time(&p, &rq, false));
 	wake_credit(&p, 1, &rq, false);
 	EXPECT_EQ(vtime_now, p.scx.dsq_vtime);
 	/* Slept a little less: the usual slice of credit. */
 	p.scx.dsq_vtime = vtime_now - 10 * SLICE;
-	p.se.exec_start = rq.clock_task - wake_preempt_ns + 1;
+	p.se.exec_start = rq.clock_task - TIMED_SLEEP_NS + 1;
 	EXPECT_FALSE(waited_for_time(&p, &rq, false));
 	wake_credit(&p, 1, &rq, false);
 	EXPECT_EQ(vtime_now - SLICE, p.scx.dsq_vtime);
@@ -417,7 +417,7 @@ TEST(wake_credit_only_moves_a_wakee_later_and_never_past_vtime_now)
 		run_on(1, &hog, &rq);
 		rq.clock_task = 100 * SLICE;
 		p = task(10, NEAR_NOW());
-		p.se.exec_start = rq.clock_task - rand_r(&seed) % (2 * wake_preempt_ns);
+		p.se.exec_start = rq.clock_task - rand_r(&seed) % (2 * TIMED_SLEEP_NS);
 		before = p.scx.dsq_vtime;
 		wake_credit(&p, 1, rand_r(&seed) % 2 ? &rq : NULL, rand_r(&seed) % 2);
 		after = p.scx.dsq_vtime;
@@ -469,9 +469,9 @@ TEST(rate_bound_allows_a_burst_then_one_a_period)
 		ASSERT_EQ(0, kick_wait(1, now));
 		kick_charge(1, now);
 	}
-	EXPECT_EQ(lat_slice_ns, kick_wait(1, now));
-	EXPECT_EQ(lat_slice_ns / 2, kick_wait(1, now + lat_slice_ns / 2));
-	EXPECT_EQ(0, kick_wait(1, now + lat_slice_ns));
+	EXPECT_EQ(WAKE_KICK_PERIOD_NS, kick_wait(1, now));
+	EXPECT_EQ(WAKE_KICK_PERIOD_NS / 2, kick_wait(1, now + WAKE_KICK_PERIOD_NS / 2));
+	EXPECT_EQ(0, kick_wait(1, now + WAKE_KICK_PERIOD_NS));
 	/* Another CPU has a bound of its own. */
 	EXPECT_EQ(0, kick_wait(2, now));
 }
@@ -485,7 +485,7 @@ TEST(rate_bound_burst_does_not_accumulate)
 	machine_reset();
 	now = shim_now;
 	kick_charge(1, now);
-	now += 1000 * lat_slice_ns;
+	now += 1000 * WAKE_KICK_PERIOD_NS;
 	while (!kick_wait(1, now) && n < 100) {
 		kick_charge(1, now);
 		n++;
@@ -504,9 +504,9 @@ TEST(rate_bound_holds_over_random_arrivals)
 	u64 now, w;
 
 	machine_reset();
-	now = UINT64_MAX - 50 * lat_slice_ns;	/* across the wrap, too */
+	now = UINT64_MAX - 50 * WAKE_KICK_PERIOD_NS;	/* across the wrap, too */
 	for (i = 0; i < 400000 && n < 200000; i++) {
-		now += rand_r(&seed) % (lat_slice_ns / 2);
+		now += rand_r(&seed) % (WAKE_KICK_PERIOD_NS / 2);
 		if (kick_wait(1, now))
 			continue;
 		kick_charge(1, now);
@@ -514,7 +514,7 @@ TEST(rate_bound_holds_over_random_arrivals)
 	}
 	ASSERT_GT(n, 1000);
 	for (i = 0; i < n; i += 97) {
-		for (j = i; j < n && at[j] - at[i] <= 20 * lat_slice_ns; j++)
+		for (j = i; j < n && at[j] - at[i] <= 20 * WAKE_KICK_PERIOD_NS; j++)
 			;
 		w = 20;
 		ASSERT_LE(j - i, WAKE_KICK_BURST + w) TH_LOG("window at %u: %u switches", i, j - i);
@@ -530,8 +530,8 @@ TEST(rate_bound_charges_a_cut_at_its_end)
 	machine_reset();
 	now = shim_now;
 	for (i = 0; i < WAKE_KICK_BURST; i++)
-		kick_charge(1, now + 5 * lat_slice_ns);
-	EXPECT_EQ(5 * lat_slice_ns + lat_slice_ns, kick_wait(1, now));
+		kick_charge(1, now + 5 * WAKE_KICK_PERIOD_NS);
+	EXPECT_EQ(5 * WAKE_KICK_PERIOD_NS + WAKE_KICK_PERIOD_NS, kick_wait(1, now));
 }
 
 /* ------------------------------------------------------------ wakeup preemption */
@@ -565,7 +565,7 @@ TEST(interrupt_wakees_preempt_a_hog_within_the_rate_bound)
 	EXPECT_EQ(WAKE_KICK_BURST, shim_nr_kicks);
 	wc = bpf_map_lookup_elem(&wake_cuts, &key);
 	ASSERT_NE(NULL, wc);
-	EXPECT_EQ(lat_slice_ns, wc->timer.armed_ns);
+	EXPECT_EQ(WAKE_KICK_PERIOD_NS, wc->timer.armed_ns);
 	EXPECT_EQ(hog.pid, wc->pid);
 	/* A registered process's run is never preempted so. */
 	machine_reset();
@@ -597,6 +597,48 @@ TEST(wakee_later_than_the_run_or_the_head_does_not_preempt)
 	shim_dsq_head[1] = NULL;
 	wake_preempt(&p, 1, &rq, false, true, p.scx.dsq_vtime);
 	EXPECT_EQ(1, shim_nr_kicks);
+}
+
+/* Each option drives one mechanism: --slice-lat-us sets neither the rate
+ * bound's period nor the run a wakee of another CPU's task must leave a
+ * hog, and the experimental wake-preempt-us not the sleep that counts as
+ * a wait for time. */
+TEST(options_drive_one_mechanism_each)
+{
+	struct task_struct p, hog;
+	struct rq rq = { 0 };
+	struct wake_cut *wc;
+	u32 key = 1;
+	int i;
+
+	machine_reset();
+	lat_slice_ns = 200 * US;
+	wake_preempt_ns = 5 * MS;
+	for (i = 0; i < WAKE_KICK_BURST; i++)
+		kick_charge(1, shim_now);
+	EXPECT_EQ(WAKE_KICK_PERIOD_NS, kick_wait(1, shim_now));
+	rq.clock_task = 10 * SLICE;
+	p = task(10, vtime_now);
+	p.se.exec_start = rq.clock_task - TIMED_SLEEP_NS;
+	EXPECT_TRUE(waited_for_time(&p, &rq, false));
+
+	/* A CPU-bound hog 600 us into its run, a wakee of another CPU's
+	 * task: its run ends at WAKE_XCPU_RUN_NS, by a timer, not now. */
+	machine_reset();
+	lat_slice_ns = 200 * US;
+	hog = task(30, vtime_now + SLICE);
+	hog.se.sum_exec_runtime = 10 * SLICE;		/* no sleep: CPU-bound */
+	run_on(1, &hog, &rq);
+	hog.se.sum_exec_runtime += 600 * US;
+	rq.clock_task = 100 * SLICE;
+	hog.se.exec_start = rq.clock_task;
+	p = task(10, vtime_now);
+	p.se.exec_start = rq.clock_task - MS;
+	wake_preempt(&p, 1, &rq, false, false, p.scx.dsq_vtime);
+	EXPECT_EQ(0, shim_nr_kicks);
+	wc = bpf_map_lookup_elem(&wake_cuts, &key);
+	ASSERT_NE(NULL, wc);
+	EXPECT_EQ(WAKE_XCPU_RUN_NS - 600 * US, wc->timer.armed_ns);
 }
 
 /* ------------------------------------------------------------ slices */

@@ -105,11 +105,11 @@ static void expect_hog_spared(struct __test_metadata *_metadata, pid_t hog,
  * CPU 1 a hog and a reader blocked on a pipe; on CPU 0 a writer that,
  * each time the reader has blocked, spins 40 us and writes a byte. Each
  * wakeup comes from a task on another CPU after a sleep longer than
- * --wake-preempt-us, to a CPU running a CPU-bound task, so it may preempt
- * it (wake_preempt()) at most once per --slice-lat-us (1 ms) of the hog's
- * run. Over 2 s the hog must be switched out involuntarily fewer than
- * 1,500 times a second. At --wake-preempt-us (30 us) instead, the bound
- * interrupt wakees have, the reader woke 4,600-8,700 times a second and
+ * TIMED_SLEEP_NS (30 us), to a CPU running a CPU-bound task, so it may
+ * preempt it (wake_preempt()) at most once per WAKE_XCPU_RUN_NS (1 ms) of
+ * the hog's run. Over 2 s the hog must be switched out involuntarily fewer
+ * than 1,500 times a second. At --experimental wake-preempt-us (30 us)
+ * instead, the bound interrupt wakees have, the reader woke 4,600-8,700 times a second and
  * the hog kept a fifth to two fifths of its loops (EEVDF about 760 times
  * and four fifths, in the lab).
  */
@@ -170,9 +170,9 @@ TEST_F_TIMEOUT(sched, wakeup_storm_from_another_cpu_bounded, 60)
  * A storm of timer wakeups does not take a CPU hog's CPU: on CPU 1 a hog
  * and a thread that sleeps 40 us at a time (nanosleep()), woken by its
  * timer each time. Each wakeup comes from an interrupt, after more than
- * --wake-preempt-us of the hog's run, so it may preempt the hog
+ * wake-preempt-us (30 us) of the hog's run, so it may preempt the hog
  * (wake_preempt()), but at most WAKE_KICK_BURST times in a row and once
- * per --slice-lat-us (1 ms) on average (kick_wait()). Over 2 s the hog
+ * per WAKE_KICK_PERIOD_NS (1 ms) on average (kick_wait()). Over 2 s the hog
  * must be switched out involuntarily fewer than 1,500 times a second;
  * with only the bound on the hog's run it is switched out at every
  * wakeup, several thousand times a second.
