@@ -212,7 +212,7 @@ void BPF_STRUCT_OPS(wsched_dispatch, s32 cpu, struct task_struct *prev)
 	struct task_struct *head;
 	u32 state;
 
-	if (dispatch_yield_target(cpu, prev))
+	if (dispatch_yield_target(cpu, prev) || dispatch_worker_target(cpu, prev))
 		return;
 
 	if (prev && (prev->scx.flags & WS_TASK_QUEUED)) {
@@ -409,11 +409,7 @@ void BPF_STRUCT_OPS(wsched_stopping, struct task_struct *p, bool runnable)
 	ran = sum - cpu_ctx(cpu)->cur_sum;
 	if ((s64)ran <= 0)
 		return;
-	charge = ran;
-	if (wsched_hint_stopping(p, runnable)) {
-		charge *= WS_THIEF_CHARGE;
-		STAT_INC(nr_thief_demotions);
-	}
+	charge = thief_charge(ran, wsched_hint_stopping(p, runnable));
 	vt = p->scx.dsq_vtime;
 	vtime_now_advance(vt, ran);
 	scx_bpf_task_set_dsq_vtime(p, vtime_clamp(vt + scale_by_task_weight_inverse(p, charge)));

@@ -30,17 +30,25 @@ WS_TUNABLE u32 llc_len[WSCHED_MAX_LLCS];		/* LLC -> number of CPUs */
 WS_TUNABLE u32 llc_cpus[WSCHED_MAX_CPUS];		/* CPUs grouped by LLC */
 
 /*
- * Directed yields: the task a CPU's next dispatch runs first, left by
- * ops.yield (pid 0: none), the deque it was queued on, and whether it was
- * a boost on its own CPU (it may not run on the yielder's). Worker
- * preference (prefer_worker()) leaves one too, with the tgid whose thief
- * it preempted: the move happens only if that thief is what the CPU runs.
+ * A directed yield's target, which the CPU's next dispatch runs first:
+ * left by ops.yield (pid 0: none), with the deque it was queued on, and
+ * whether it was a boost on its own CPU (it may not run on the yielder's).
  */
 struct yield_target {
 	u32 pid;
 	u32 dsq;
 	u32 boost;	/* a boost: the yielder's tgid; 0: a handoff to this CPU */
-	u32 tgid;	/* worker preference: the preempted thief's tgid; 0: a yield */
+};
+
+/*
+ * A WORKER that prefer_worker() found a CPU for by preempting a thief of
+ * its process there (pid 0: none): the CPU's next dispatch runs it if that
+ * thief is still what the CPU runs.
+ */
+struct worker_target {
+	u32 pid;
+	u32 dsq;	/* the deque the worker was queued on */
+	u32 tgid;	/* the worker's, and the preempted thief's, process */
 };
 
 /* The WORKER last queued on a CPU's deque (pid 0: none). */
@@ -65,8 +73,8 @@ struct queued_worker {
  * cur_tgid       by ops.stopping (of    cut timers,           begun before the load);
  *                the task's CPU)        current_vtime(),      a worker move or yield
  *                                       wake_credit(),        kick declined or futile
- *                                       wake_preempt(),       (dispatch_yield_target()
- *                                       prefer_worker(),      re-checks what runs)
+ *                                       wake_preempt(),       (the dispatch re-checks
+ *                                       prefer_worker(),      what runs)
  *                                       kick_for_yield()
  * cur_start      ops.running, while     prefer_worker()       a thief displaced a
  *                hints are live                               little early or late
@@ -78,8 +86,10 @@ struct queued_worker {
  * wake_kicked    wake_preempt();        ops.dispatch          one dispatch in the
  *                cleared by ops.running                       usual order, or one
  *                                                             reordered
- * yield_target   ops.yield,             dispatch_yield_       a bounded deque scan
- *                prefer_worker()        target(), clears pid  that finds nothing
+ * yield_target   ops.yield              dispatch_yield_       a bounded deque scan
+ *                                       target(), clears pid  that finds nothing
+ * worker_target  prefer_worker()        dispatch_worker_      the same, or a thief
+ *                                       target(), clears pid  kept (prev re-checked)
  * queued_worker  ops.enqueue of a       dispatch_queued_      a bounded deque scan
  *                WORKER; cleared by     worker()              that moves nothing
  *                ops.running, the thief
@@ -114,6 +124,7 @@ struct ws_cpu {
 	u32 steal_hint __attribute__((aligned(64)));	/* victim CPU + 1, 0: none */
 	u32 wake_kicked;	/* pid of the wakee this CPU was kicked to run first */
 	struct yield_target yield_target;
+	struct worker_target worker_target;
 	struct queued_worker queued_worker;
 	u64 lat_wake_at;
 	u64 kick_tat;

@@ -22,11 +22,16 @@
  * - hint_registered(p): is @p's process?
  * - hint_state(p): @p's state (WS_HINT_OTHER: no slot, or observing);
  * - wsched_hint_tick(p): first in ops.tick, the grace;
- * - wsched_hint_yield_begin() and wsched_hint_yield_end(): first and last
- *   in ops.yield, around the core's choice;
+ * - in ops.yield: hint_yield_declared_plain(from) first, whether the
+ *   caller declared its sched_yield() plain (no slot read); then
+ *   wsched_hint_yield_begin() (the slot looked up, a target or
+ *   yield-to-all read from it) or, for a declared plain yield that gives
+ *   the CPU up, wsched_hint_yield_lookup() (the lookup alone); and
+ *   wsched_hint_yield_end() last, around the core's choice;
  * - wsched_hint_stopping(p, runnable): ops.stopping's counts, and whether
  *   @p is a thief to demote;
- * - worker preference's questions about threads of one process:
+ * - worker preference's questions about threads of one process
+ *   (scx_wsched_worker.bpf.h, scx_wsched_yield.bpf.h's dsq_move_pid()):
  *   hint_proc_slots(), hint_idle_thief_slots(), hint_task_is_idle_thief(),
  *   hint_pid_is_idle_thief(), hint_task_is_worker_in().
  * Nothing untrusted reaches the core unchecked: it gets booleans, a state
@@ -71,13 +76,14 @@
  * register and their slots are read exactly as with hints on, but only to
  * count (nr_cs_preempted, nr_cs_yielded, nr_hint_malformed), so that
  * hints-off and hints-on runs count lock-holder preemptions with the same
- * code. Every decision a slot could change is gated on it: the grace
- * (wsched_hint_tick), the thief's short slice and worker preference with
- * its choice of a thief outside any section to preempt (hint_state(),
- * their only source of a state), thief demotion (wsched_hint_stopping's
- * return) and the hint-slot sched_yield() paths, yield_to_tid and
- * yield-to-all (wsched_hint_yield_begin()). A directed yield through
- * wsched.ko (ops.yield with a target) takes no decision from a slot.
+ * code. Every function here whose answer a slot decides is gated on it
+ * where it reads the slot, whatever its caller asked first: the grace
+ * (wsched_hint_tick), a thread's state (hint_state(): the thief's short
+ * slice, worker preference), worker preference's questions (none answers
+ * when observing), thief demotion (wsched_hint_stopping's return) and the
+ * hint-slot sched_yield() paths, yield_to_tid and yield-to-all
+ * (wsched_hint_yield_begin()). A directed yield through wsched.ko
+ * (ops.yield with a target) takes no decision from a slot.
  */
 #ifndef __SCX_WSCHED_HINT_BPF_H
 #define __SCX_WSCHED_HINT_BPF_H
@@ -408,17 +414,6 @@ static __always_inline void hint_grace_end(struct hint_ctx *hc, struct ws_hint_s
 		*(volatile u32 *)&s->grace_pending = 0;
 }
 
-/*
- * Thief demotion: a registered thread whose slot says THIEF (a pool worker
- * looking for work to steal) is charged WS_THIEF_CHARGE times its run time
- * in vtime (wsched_stopping) and gets a short slice (thief_slice(),
- * wsched_enqueue): it runs after the tasks waiting with it, among them its
- * own process's workers that hold work, and gives the CPU back soon. A
- * thread that lies (says WORKER while it spins) is only treated like any
- * task: the state can cost a process CPU, never gain it any.
- */
-#define WS_THIEF_CHARGE	4
-
 /* @p's published state (one read of untrusted memory); WS_HINT_OTHER when
  * it has no slot, or when only observing. A value out of range is returned
  * as is: callers compare it with one state, never index with it. */
@@ -445,24 +440,28 @@ static __always_inline bool tid_is_idle_thief(void *slots, u32 tid)
 }
 
 /*
- * Worker preference (prefer_worker(), dispatch_queued_worker() and
- * dispatch_yield_target(): scx_wsched_worker.bpf.h and
- * scx_wsched_yield.bpf.h) asks these. Only a thief
+ * Worker preference (scx_wsched_worker.bpf.h) asks these. Only a thief
  * outside any section may be displaced for a worker of its own process, so
  * every question is about threads of one process, through that process's
  * own slot array (@slots, from hint_proc_slots() or hint_idle_thief_slots():
- * the core passes it back and never reads it). None is gated on
- * hint_observe: the core asks only after hint_state() said WORKER or THIEF,
- * which it never says when only observing.
+ * the core passes it back and never reads it). When only observing, none
+ * finds a slot array, a thief or a worker.
  */
 
 /* The slot array of @p's process (hint_procs[p->tgid]), or NULL when it is
- * not registered. Not gated on hints_live_for(): hint_state() was. */
-static __always_inline void *hint_proc_slots(struct task_struct *p)
+ * not registered; whether or not hints act (hint_registered()). */
+static __always_inline void *proc_slots(struct task_struct *p)
 {
 	u32 tgid = p->tgid;
 
 	return bpf_map_lookup_elem(&hint_procs, &tgid);
+}
+
+/* proc_slots(@p), or NULL when only observing. Not gated on
+ * hints_live_for(): the caller's hint_state() was. */
+static __always_inline void *hint_proc_slots(struct task_struct *p)
+{
+	return hint_observe ? NULL : proc_slots(p);
 }
 
 /* hint_proc_slots(@p) if @p is a thief outside any section, else NULL. */
@@ -484,14 +483,17 @@ static __always_inline bool hint_task_is_idle_thief(struct task_struct *p)
  * namespace (ns_tid_of_pid()). */
 static __always_inline bool hint_pid_is_idle_thief(void *slots, struct task_struct *p, u32 pid)
 {
-	return tid_is_idle_thief(slots, ns_tid_of_pid(p, pid));
+	return !hint_observe && tid_is_idle_thief(slots, ns_tid_of_pid(p, pid));
 }
 
 /* Does the slot of @p, a thread of the process of @slots, say WORKER? */
 static __always_inline bool hint_task_is_worker_in(void *slots, struct task_struct *p)
 {
-	struct ws_hint_slot *s = slot_of_tid(slots, task_ns_tid(p), NULL);
+	struct ws_hint_slot *s;
 
+	if (hint_observe)
+		return false;
+	s = slot_of_tid(slots, task_ns_tid(p), NULL);
 	return s && *(volatile u32 *)&s->state == WS_HINT_WORKER;
 }
 
@@ -502,7 +504,7 @@ static __always_inline bool hint_task_is_worker_in(void *slots, struct task_stru
  */
 static __always_inline bool hint_registered(struct task_struct *p)
 {
-	return hints_live_for(p) && hint_proc_slots(p);
+	return hints_live_for(p) && proc_slots(p);
 }
 
 /*
@@ -667,7 +669,7 @@ static __always_inline void wsched_hint_yield_end(struct task_struct *from,
  * still runnable (preempted, its slice or grace used up, or yielding)
  * inside a marked critical section: the lock-holder preemptions that still
  * happened (nr_cs_preempted; the avoided ones are nr_grace_granted), of
- * which nr_cs_yielded were its own yields (wsched_hint_yield()).
+ * which nr_cs_yielded were its own yields (wsched_hint_yield_end()).
  * Returns whether @p is a thief to demote (never when only observing).
  */
 static __always_inline bool wsched_hint_stopping(struct task_struct *p, bool runnable)

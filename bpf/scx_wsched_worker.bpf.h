@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * scx_wsched worker preference, for registered processes
+ * scx_wsched thieves and workers, for registered processes
  * (Documentation/abi.md): a THIEF (a pool thread looking for work) gets
- * thief_slice() and is charged WS_THIEF_CHARGE x its run (the charge in
- * scx_wsched_hint.bpf.h's wsched_hint_stopping()); a queued WORKER (one
- * that may hold work its thieves wait for) gets the next idle CPU, or a
- * CPU running a THIEF of its own process (prefer_worker() when it is
- * queued, dispatch_queued_worker() when that thief's slice ends). A
- * process trades only its own thieves for its own workers. The hint
- * fragment answers every question about a slot; this file reads none.
+ * thief_slice() and is charged WS_THIEF_CHARGE x its run (thief
+ * demotion, thief_charge()); a queued WORKER (one that may hold work its
+ * thieves wait for) gets the next idle CPU, or a CPU running a THIEF of
+ * its own process (prefer_worker() when it is queued, with
+ * dispatch_worker_target() at that CPU's dispatch, and
+ * dispatch_queued_worker() when a thief's slice ends). A process trades
+ * only its own thieves for its own workers. The hint fragment answers
+ * every question about a slot (a thread's state, whether it is a thief
+ * outside any section), and says nothing when only observing; this file
+ * reads no slot.
  */
 #ifndef __SCX_WSCHED_WORKER_BPF_H
 #define __SCX_WSCHED_WORKER_BPF_H
@@ -21,6 +24,27 @@
 #include "scx_wsched_steal.bpf.h"
 #include "scx_wsched_tunables.bpf.h"
 #include "scx_wsched_yield.bpf.h"
+
+/*
+ * Thief demotion: a registered thread whose slot says THIEF is charged
+ * WS_THIEF_CHARGE times its run time in vtime (ops.stopping) and gets a
+ * short slice (thief_slice()): it runs after the tasks waiting with it,
+ * among them its own process's workers that hold work, and gives the CPU
+ * back soon. A thread that lies (says WORKER while it spins) is only
+ * treated like any task: the state can cost a process CPU, never gain it
+ * any.
+ */
+#define WS_THIEF_CHARGE	4
+
+/* The vtime charge of a run of @ran ns; @thief: wsched_hint_stopping()
+ * said the task is a thief to demote. */
+static __always_inline u64 thief_charge(u64 ran, bool thief)
+{
+	if (!thief)
+		return ran;
+	STAT_INC(nr_thief_demotions);
+	return ran * WS_THIEF_CHARGE;
+}
 
 /*
  * The slice of a thread that says THIEF: short, so that it gives the CPU
@@ -64,7 +88,7 @@ static __always_inline u64 run_slice(u32 state)
  */
 static __always_inline void prefer_worker(struct task_struct *p, s32 cpu)
 {
-	struct yield_target *yt;
+	struct worker_target *wt;
 	u32 tgid = p->tgid, start, i, c;
 	u64 now;
 	void *slots;
@@ -94,15 +118,43 @@ static __always_inline void prefer_worker(struct task_struct *p, s32 cpu)
 		    !hint_pid_is_idle_thief(slots, p, cpu_ctx(c)->cur_pid) ||
 		    !yield_fair(p, c))
 			continue;
-		yt = &cpu_ctx(c)->yield_target;
-		yt->boost = 0;
-		yt->dsq = cpu;
-		yt->tgid = tgid;
-		yt->pid = p->pid;
+		wt = &cpu_ctx(c)->worker_target;
+		wt->dsq = cpu;
+		wt->tgid = tgid;
+		wt->pid = p->pid;
 		scx_bpf_kick_cpu(c, WS_KICK_PREEMPT);
 		STAT_INC(nr_kicks);
 		return;
 	}
+}
+
+/*
+ * prefer_worker() preempted a thief on @cpu for a worker: move that worker
+ * here so it runs next. If what the kick preempted (@prev) is no longer an
+ * idle thief of the worker's process (it stopped, or entered a critical
+ * section, between prefer_worker()'s look and the kick: the same test as
+ * there), the target is dropped and prev competes by vtime as after any
+ * slice. A worker that is gone leaves the dispatch to the normal path.
+ */
+static __always_inline bool dispatch_worker_target(s32 cpu, struct task_struct *prev)
+{
+	struct worker_target *wt = &cpu_ctx(cpu)->worker_target;
+	u32 pid = wt->pid, dsq = wt->dsq, tgid = wt->tgid;
+
+	if (!pid)
+		return false;
+	wt->pid = 0;
+	if (dsq >= nr_cpus)
+		return false;
+	if (prev && (prev->scx.flags & WS_TASK_QUEUED) &&
+	    (prev->tgid != tgid || !hint_task_is_idle_thief(prev))) {
+		STAT_INC(nr_thief_preempt_stale);
+		return false;
+	}
+	if (dsq_move_pid(cpu, dsq, pid, NULL, 0) != WS_MOVED)
+		return false;
+	STAT_INC(nr_thief_preempted);
+	return true;
 }
 
 /*
@@ -124,8 +176,8 @@ static __always_inline void prefer_worker(struct task_struct *p, s32 cpu)
 static __always_inline bool dispatch_queued_worker(s32 cpu, struct task_struct *prev)
 {
 	struct queued_worker *qw;
-	struct task_struct *p;
-	u32 tgid = prev->tgid, start, i, c = 0, pid = 0, n = 0;
+	u32 tgid = prev->tgid, start, i, c = 0, pid = 0;
+	enum ws_found found;
 	void *slots;
 
 	if (!hints_live_for(prev) || !nr_cpus)
@@ -147,23 +199,14 @@ static __always_inline bool dispatch_queued_worker(s32 cpu, struct task_struct *
 	}
 	if (!pid)
 		return false;
-	bpf_for_each(scx_dsq, p, c, 0) {
-		if (++n > YIELD_SCAN_MAX)
-			break;
-		if (p->pid != pid)
-			continue;
-		if (p->tgid != tgid)
-			break;
-		if (!hint_task_is_worker_in(slots, p))
-			break;
-		if (!may_run_on(p, cpu) || !yield_fair(p, cpu))
-			return false;	/* another thief's CPU may take it */
-		if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, WS_DSQ_LOCAL, 0))
-			break;
+	found = dsq_move_pid(cpu, c, pid, slots, tgid);
+	if (found == WS_MOVED) {
 		cpu_ctx(c)->queued_worker.pid = 0;
 		STAT_INC(nr_worker_pulled);
 		return true;
 	}
+	if (found == WS_STAYS)
+		return false;	/* another thief's CPU may take it */
 	/* Gone (it ran, was stolen or moved), or no longer a worker. */
 	qw = &cpu_ctx(c)->queued_worker;
 	if (qw->pid == pid)

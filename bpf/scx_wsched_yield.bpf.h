@@ -10,8 +10,8 @@
  *   process's task (kick_for_yield()) and never more than
  *   YIELD_LEAD_SLICES ahead of those it jumps (yield_fair()). The target
  *   is left in ws_cpu.yield_target and moved by that CPU's next dispatch
- *   (dispatch_yield_target()), which also carries out worker preference's
- *   moves (scx_wsched_worker.bpf.h).
+ *   (dispatch_yield_target()); worker preference moves its targets the
+ *   same way (dsq_move_pid()).
  * The yielder pays: its vtime goes past whoever it lets run first.
  */
 #ifndef __SCX_WSCHED_YIELD_BPF_H
@@ -47,6 +47,43 @@ static __always_inline bool yield_fair(struct task_struct *to, u64 dsq)
 			    to->scx.dsq_vtime);
 }
 
+/* What dsq_move_pid() found. */
+enum ws_found {
+	WS_MOVED,	/* moved to the CPU's local DSQ: it runs next */
+	WS_GONE,	/* not there (it ran, was stolen or moved), or no longer it */
+	WS_STAYS,	/* there, but it may not run on that CPU now */
+};
+
+/*
+ * Move the task whose pid is @pid, among the first YIELD_SCAN_MAX tasks of
+ * deque @dsq, to @cpu's local DSQ, if it may run there (may_run_on()). With
+ * @slots (a worker pull, dispatch_queued_worker()) the task found must also
+ * be of process @tgid and say WORKER in that process's slot array, else it
+ * counts as gone, and may not be more than YIELD_LEAD_SLICES ahead of
+ * @cpu's deque (yield_fair()), else it stays.
+ */
+static __always_inline enum ws_found dsq_move_pid(s32 cpu, u64 dsq, u32 pid, void *slots,
+						  u32 tgid)
+{
+	struct task_struct *p;
+	u32 n = 0;
+
+	bpf_for_each(scx_dsq, p, dsq, 0) {
+		if (++n > YIELD_SCAN_MAX)
+			break;
+		if (p->pid != pid)
+			continue;
+		if (slots && (p->tgid != tgid || !hint_task_is_worker_in(slots, p)))
+			return WS_GONE;
+		if (!may_run_on(p, cpu) || (slots && !yield_fair(p, cpu)))
+			return WS_STAYS;
+		if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, WS_DSQ_LOCAL, 0))
+			return WS_GONE;
+		return WS_MOVED;
+	}
+	return WS_GONE;
+}
+
 /*
  * A yield_to() on this CPU, or a boost from another CPU, left a target:
  * move it from its deque to this CPU's local DSQ so it runs next. A target
@@ -56,49 +93,25 @@ static __always_inline bool yield_fair(struct task_struct *to, u64 dsq)
 static __always_inline bool dispatch_yield_target(s32 cpu, struct task_struct *prev)
 {
 	struct yield_target *yt = &cpu_ctx(cpu)->yield_target;
-	struct task_struct *p;
-	u32 pid = yt->pid, dsq = yt->dsq, boost = yt->boost, tgid = yt->tgid, n = 0;
+	u32 pid = yt->pid, dsq = yt->dsq, boost = yt->boost;
 
 	if (!pid)
 		return false;
 	yt->pid = 0;
 	if (dsq >= nr_cpus)
 		return false;
-	/*
-	 * Worker preference: the kick preempted whatever runs here; if that
-	 * is no longer an idle thief of the worker's process (it stopped, or
-	 * entered a critical section, between prefer_worker()'s look and the
-	 * kick: the same test as there), leave the target: prev then
-	 * competes by vtime as after any slice and keeps the CPU.
-	 */
-	if (tgid && prev && (prev->scx.flags & WS_TASK_QUEUED) &&
-	    (prev->tgid != tgid || !hint_task_is_idle_thief(prev))) {
-		STAT_INC(nr_thief_preempt_stale);
-		return false;
-	}
 	/* A boost preempts only a task of the yielder's process
 	 * (yield_towards()); if another one ran here by the time of the
 	 * kick, it keeps its turn. */
 	if (boost && prev && (prev->scx.flags & WS_TASK_QUEUED) && prev->tgid != boost)
 		return false;
-	bpf_for_each(scx_dsq, p, dsq, 0) {
-		if (++n > YIELD_SCAN_MAX)
-			break;
-		if (p->pid != pid)
-			continue;
-		if (!may_run_on(p, cpu))
-			break;
-		if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, WS_DSQ_LOCAL, 0))
-			break;
-		if (tgid)
-			STAT_INC(nr_thief_preempted);
-		else if (boost)
-			STAT_INC(nr_yield_to_boost);
-		else
-			STAT_INC(nr_yield_to_handoff);
-		return true;
-	}
-	return false;
+	if (dsq_move_pid(cpu, dsq, pid, NULL, 0) != WS_MOVED)
+		return false;
+	if (boost)
+		STAT_INC(nr_yield_to_boost);
+	else
+		STAT_INC(nr_yield_to_handoff);
+	return true;
 }
 
 /*
@@ -183,7 +196,6 @@ static __always_inline bool yield_towards(struct task_struct *from, struct task_
 			yt->boost = from->tgid;
 		}
 		yt->dsq = dsq_id;
-		yt->tgid = 0;
 		yt->pid = to->pid;
 		if (yt->boost) {
 			scx_bpf_kick_cpu(tcpu, kick);
