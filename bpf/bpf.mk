@@ -29,8 +29,13 @@ BPF_SRC     := $(wildcard $(TOP)/bpf/*.bpf.c)
 BPF_OBJ     := $(patsubst $(TOP)/bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRC))
 BPF_SKEL    := $(patsubst $(TOP)/bpf/%.bpf.c,$(BUILD)/include/%.skel.h,$(BPF_SRC))
 BPF_LOADERS := $(patsubst $(TOP)/bpf/%.c,$(BUILD)/bin/%,$(wildcard $(BPF_SRC:.bpf.c=.c)))
+# The loaders also include the library's internal llc_internal.h (the sysfs
+# LLC reader, static inline) from userspace/lib/.
 LOADER_CFLAGS = $(BASE_CFLAGS) -Wmissing-prototypes \
-		-I$(BUILD)/include -I$(TOP)/bpf -I$(TOP)/userspace/include -I$(SCX_INC)
+		-I$(BUILD)/include -I$(TOP)/bpf -I$(TOP)/userspace/include -I$(TOP)/userspace/lib \
+		-I$(SCX_INC)
+LOADER_HDRS := $(wildcard $(TOP)/bpf/*.h $(TOP)/userspace/include/wsched/*.h) \
+	       $(TOP)/userspace/lib/llc_internal.h
 # The other userspace files of bpf/, each linked into one loader.
 LOADER_OBJS := $(BUILD)/bpf/scx_wsched_hintsrv.o
 $(BUILD)/bin/scx_wsched: $(BUILD)/bpf/scx_wsched_hintsrv.o
@@ -68,12 +73,12 @@ $(BUILD)/include/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $* >$@.tmp && mv $@.tmp $@
 
-$(LOADER_OBJS): $(BUILD)/bpf/%.o: $(TOP)/bpf/%.c $(wildcard $(TOP)/bpf/*.h $(TOP)/userspace/include/wsched/*.h)
+$(LOADER_OBJS): $(BUILD)/bpf/%.o: $(TOP)/bpf/%.c $(LOADER_HDRS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LOADER_CFLAGS) -c -o $@ $<
 
-$(BUILD)/bin/%: $(TOP)/bpf/%.c $(BUILD)/include/%.skel.h $(wildcard $(TOP)/bpf/*.h $(TOP)/userspace/include/wsched/*.h)
+$(BUILD)/bin/%: $(TOP)/bpf/%.c $(BUILD)/include/%.skel.h $(LOADER_HDRS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LOADER_CFLAGS) -o $@ $< $(filter %.o,$^) $(LDFLAGS) $(LIBBPF_LIBS)

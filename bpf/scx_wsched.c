@@ -29,6 +29,7 @@
 #include <scx/common.h>
 #include <wsched/hint.h>	/* before the skeleton, which uses its types */
 
+#include "llc_internal.h"	/* userspace/lib/: ws_cpu_llc() */
 #include "scx_wsched.h"
 #include "scx_wsched_hintsrv.h"
 #include "scx_wsched.skel.h"
@@ -212,32 +213,16 @@ static long read_long(const char *path)
 }
 
 /*
- * The LLC of each CPU: the highest-level cache that lists it, identified by
- * the first CPU of its shared_cpu_list; without cache information, the
- * physical package; without that, one LLC for all.
+ * The key of @cpu's LLC, the same for every CPU that shares it:
+ * ws_cpu_llc(), the first CPU of the highest-level cache's shared_cpu_list;
+ * without cache information, the physical package (past every CPU number);
+ * without that, one LLC for all.
  */
 static long cpu_llc_key(int cpu)
 {
-	char path[256], buf[4096];
-	int idx, best_level = -1;
-	long key = -1;
+	char path[256];
+	long key = ws_cpu_llc(cpu);
 
-	for (idx = 0; idx < 16; idx++) {
-		long level;
-
-		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cache/index%d/level", cpu, idx);
-		level = read_long(path);
-		if (level < 0)
-			break;
-		if (level <= best_level)
-			continue;
-		snprintf(path, sizeof(path),
-			 "/sys/devices/system/cpu/cpu%d/cache/index%d/shared_cpu_list", cpu, idx);
-		if (read_str(path, buf, sizeof(buf)))
-			continue;
-		best_level = level;
-		key = strtol(buf, NULL, 10);
-	}
 	if (key >= 0)
 		return key;
 	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu);

@@ -85,6 +85,7 @@
 #include "wsched/pool.h"
 #include "wsched/thread.h"
 #include "atomic_internal.h"
+#include "llc_internal.h"
 #include "yield_internal.h"
 
 #define WS_DEFAULT_SPIN_NS	50000ull
@@ -147,8 +148,8 @@ struct ws_pool {
 	bool q_closed;
 	uint32_t nr_queued;		/* atomic */
 	int stop;			/* atomic */
-	/* Topology: the cache (first CPU of the highest shared cache level)
-	 * of each CPU, -1 when unknown; read-only after create. */
+	/* Topology: the LLC of each CPU (ws_cpu_llc(), llc_internal.h),
+	 * -1 when unknown; read-only after create. */
 	int nr_cpu_ids;
 	short *cache_of;
 };
@@ -940,39 +941,6 @@ void ws_pool_attr_init(struct ws_pool_attr *a)
 	memset(a, 0, sizeof(*a));
 }
 
-/* Highest cache level shared by @cpu: the first CPU of its shared list. */
-static int cache_id_of(int cpu)
-{
-	int idx, best_level = -1, id = -1;
-
-	for (idx = 0; idx < 8; idx++) {
-		char path[128], buf[256];
-		int level, first;
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cache/index%d/level",
-			 cpu, idx);
-		f = fopen(path, "re");
-		if (!f)
-			break;
-		if (fscanf(f, "%d", &level) != 1)
-			level = -1;
-		fclose(f);
-		snprintf(path, sizeof(path),
-			 "/sys/devices/system/cpu/cpu%d/cache/index%d/shared_cpu_list", cpu, idx);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		if (fgets(buf, sizeof(buf), f) && sscanf(buf, "%d", &first) == 1 &&
-		    level > best_level) {
-			best_level = level;
-			id = first;
-		}
-		fclose(f);
-	}
-	return id;
-}
-
 static void free_pool(struct ws_pool *p)
 {
 	unsigned i;
@@ -1103,7 +1071,7 @@ int ws_pool_create(struct ws_pool **out, const struct ws_pool_attr *attr)
 		for (c = 0; c < p->nr_cpu_ids; c++)
 			p->cache_of[c] = -1;
 		for (c = 0; c < nr_cpus; c++) {
-			p->cache_of[cpus[c]] = (short)cache_id_of(cpus[c]);
+			p->cache_of[cpus[c]] = (short)ws_cpu_llc(cpus[c]);
 			known |= p->cache_of[cpus[c]] >= 0;
 		}
 		if (!known) {
