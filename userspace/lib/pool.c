@@ -118,16 +118,10 @@ struct ws_worker {
 	WS_CACHE_ALIGNED uint32_t parked;	/* atomic */
 	struct ws_worker *next_sleeper;
 	bool in_list;			/* under pool->sleep_lock */
-	/* Counters: atomic, single writer, relaxed. */
-	uint64_t nr_steals;
-	uint64_t nr_steal_fails;
-	uint64_t nr_public;
-	uint64_t nr_parks;
-	uint64_t nr_wakeups;
-	uint64_t nr_exposes;
-	uint64_t nr_yields;
-	uint64_t nr_yield_to;
-	uint64_t nr_handoffs;
+	/* Counters: atomic, single writer, relaxed. The tasks run are the
+	 * deque's d.nr_tasks (the inline spawn counts them there), so
+	 * stats.nr_tasks stays 0. */
+	struct ws_worker_stats stats;
 };
 
 struct ws_pool {
@@ -330,11 +324,11 @@ static bool park(struct ws_worker *w, bool searching)
 		pthread_mutex_unlock(&p->sleep_lock);
 		return counted;
 	}
-	count(&w->nr_parks);
+	count(&w->stats.nr_parks);
 	/* acquire: pairs with the waker's release store. */
 	while (__atomic_load_n(&w->parked, __ATOMIC_ACQUIRE))
 		futex_wait(&w->parked, 1);
-	count(&w->nr_wakeups);
+	count(&w->stats.nr_wakeups);
 	return true;
 }
 
@@ -400,7 +394,7 @@ static struct ws_task *steal_round(struct ws_worker *w, unsigned prefer)
 		t = steal_from(w, p->w[prefer]);
 		if (t)
 			goto found;
-		count(&w->nr_steal_fails);
+		count(&w->stats.nr_steal_fails);
 	}
 	mine = p->cache_of ? cache_of_cpu(p, w->cpu >= 0 ? w->cpu : sched_getcpu()) : -1;
 	if (mine >= 0) {
@@ -415,7 +409,7 @@ static struct ws_task *steal_round(struct ws_worker *w, unsigned prefer)
 			t = steal_from(w, v);
 			if (t)
 				goto found;
-			count(&w->nr_steal_fails);
+			count(&w->stats.nr_steal_fails);
 		}
 	}
 	tries = 2 * (n - 1);
@@ -425,11 +419,11 @@ static struct ws_task *steal_round(struct ws_worker *w, unsigned prefer)
 		t = steal_from(w, p->w[v >= w->idx ? v + 1 : v]);
 		if (t)
 			goto found;
-		count(&w->nr_steal_fails);
+		count(&w->stats.nr_steal_fails);
 	}
 	return NULL;
 found:
-	count(&w->nr_steals);
+	count(&w->stats.nr_steals);
 	return t;
 }
 
@@ -468,7 +462,7 @@ static void run_job(struct ws_worker *w, struct ws_job *j)
 	int r;
 	uint32_t old;
 
-	count(&w->nr_public);
+	count(&w->stats.nr_public);
 	r = _ws_run(w, &j->_task);
 	__atomic_store_n(&j->_task._result, r, __ATOMIC_RELAXED);
 	/* release: result and effects before the waiter's acquire. */
@@ -482,11 +476,11 @@ static void yield_towards(struct ws_worker *w, struct ws_worker *target)
 {
 	pid_t tid = target ? __atomic_load_n(&target->os_tid, __ATOMIC_RELAXED) : 0;
 
-	count(&w->nr_yields);
+	count(&w->stats.nr_yields);
 	if (tid > 0 && w->pool->yield.path != WS_YIELD_PLAIN) {
-		count(&w->nr_yield_to);
+		count(&w->stats.nr_yield_to);
 		if (ws_yielder_yield_to(&w->pool->yield, tid))
-			count(&w->nr_handoffs);
+			count(&w->stats.nr_handoffs);
 		return;
 	}
 	sched_yield();
@@ -659,7 +653,7 @@ static void expose(struct ws_worker *w)
 
 	if (n) {
 		ws_hint_set_stealable(n);	/* exposed now: split - head */
-		count(&w->nr_exposes);
+		count(&w->stats.nr_exposes);
 	}
 }
 
@@ -740,7 +734,7 @@ static bool wait_stolen(struct ws_worker *w, struct ws_task *t)
 		if (__atomic_compare_exchange_n(&t->_done, &z, _WS_TASK_SLEEPER, false,
 						__ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE) ||
 		    z == _WS_TASK_SLEEPER) {
-			count(&w->nr_parks);
+			count(&w->stats.nr_parks);
 			futex((void *)&t->_done, FUTEX_WAIT_PRIVATE, _WS_TASK_SLEEPER);
 		}
 	}
@@ -1119,6 +1113,13 @@ unsigned ws_pool_nr_workers(const struct ws_pool *p)
 	return pool_forked(p) ? 0 : p->nr;
 }
 
+/* The layout of struct ws_worker_stats in libwsched.so.0 (WS_WORKER_STATS):
+ * ten counters, nr_tasks first, nr_handoffs last. */
+_Static_assert(sizeof(struct ws_worker_stats) == 10 * sizeof(uint64_t) &&
+	       offsetof(struct ws_worker_stats, nr_tasks) == 0 &&
+	       offsetof(struct ws_worker_stats, nr_handoffs) == 9 * sizeof(uint64_t),
+	       "struct ws_worker_stats is ABI: its layout must not change");
+
 int ws_pool_get_stats(const struct ws_pool *p, unsigned idx, struct ws_worker_stats *st)
 {
 	struct ws_worker *w;
@@ -1128,16 +1129,10 @@ int ws_pool_get_stats(const struct ws_pool *p, unsigned idx, struct ws_worker_st
 	if (pool_forked(p))
 		return -ECHILD;
 	w = p->w[idx];
+#define LOAD_STAT(name) st->name = __atomic_load_n(&w->stats.name, __ATOMIC_RELAXED);
+	WS_WORKER_STATS(LOAD_STAT)
+#undef LOAD_STAT
 	st->nr_tasks = __atomic_load_n(&w->d.nr_tasks, __ATOMIC_RELAXED);
-	st->nr_steals = __atomic_load_n(&w->nr_steals, __ATOMIC_RELAXED);
-	st->nr_steal_fails = __atomic_load_n(&w->nr_steal_fails, __ATOMIC_RELAXED);
-	st->nr_public = __atomic_load_n(&w->nr_public, __ATOMIC_RELAXED);
-	st->nr_parks = __atomic_load_n(&w->nr_parks, __ATOMIC_RELAXED);
-	st->nr_wakeups = __atomic_load_n(&w->nr_wakeups, __ATOMIC_RELAXED);
-	st->nr_exposes = __atomic_load_n(&w->nr_exposes, __ATOMIC_RELAXED);
-	st->nr_yields = __atomic_load_n(&w->nr_yields, __ATOMIC_RELAXED);
-	st->nr_yield_to = __atomic_load_n(&w->nr_yield_to, __ATOMIC_RELAXED);
-	st->nr_handoffs = __atomic_load_n(&w->nr_handoffs, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -1150,16 +1145,9 @@ void ws_pool_sum_stats(const struct ws_pool *p, struct ws_worker_stats *sum)
 	for (i = 0; i < p->nr; i++) {
 		if (ws_pool_get_stats(p, i, &st))
 			break;		/* a fork child: all zero */
-		sum->nr_tasks += st.nr_tasks;
-		sum->nr_steals += st.nr_steals;
-		sum->nr_steal_fails += st.nr_steal_fails;
-		sum->nr_public += st.nr_public;
-		sum->nr_parks += st.nr_parks;
-		sum->nr_wakeups += st.nr_wakeups;
-		sum->nr_exposes += st.nr_exposes;
-		sum->nr_yields += st.nr_yields;
-		sum->nr_yield_to += st.nr_yield_to;
-		sum->nr_handoffs += st.nr_handoffs;
+#define ADD_STAT(name) sum->name += st.name;
+		WS_WORKER_STATS(ADD_STAT)
+#undef ADD_STAT
 	}
 }
 

@@ -90,20 +90,32 @@ struct ws_pool_attr {
 				 * available fails ws_pool_create (-ENODEV). */
 };
 
-/* Per-worker counters (monotonic; read with relaxed loads). */
+/*
+ * Per-worker counters (monotonic; read with relaxed loads), listed once:
+ * WS_WORKER_STATS(X) expands X(name) for each field of struct
+ * ws_worker_stats in struct order, so that the struct and the code that
+ * walks every counter (the library's sum, a program printing them all)
+ * come from this list. The struct's layout is ABI (WS_VERSION in
+ * userspace/userspace.mk), so any change to the list is an ABI change.
+ */
+#define WS_WORKER_STATS(X) \
+	X(nr_tasks)	/* tasks run: spawned, stolen, jobs */ \
+	X(nr_steals)	/* successful steals from other workers */ \
+	X(nr_steal_fails) /* steal attempts that found nothing or lost */ \
+	X(nr_public)	/* jobs taken from the public queue */ \
+	X(nr_parks)	/* times the worker slept on its futex */ \
+	X(nr_wakeups)	/* times another thread woke it */ \
+	X(nr_exposes)	/* times it shared private tasks on request */ \
+	X(nr_yields)	/* times it gave its CPU away while idle */ \
+	X(nr_yield_to)	/* ... of which directed at one thread */ \
+	X(nr_handoffs)	/* ... of which the kernel reported handing the CPU \
+			 * over: the module path only (the hint path cannot \
+			 * tell; scx_wsched counts nr_yield_hint_handoff) */
+
 struct ws_worker_stats {
-	uint64_t nr_tasks;	/* tasks run: spawned, stolen, jobs */
-	uint64_t nr_steals;	/* successful steals from other workers */
-	uint64_t nr_steal_fails;/* steal attempts that found nothing or lost */
-	uint64_t nr_public;	/* jobs taken from the public queue */
-	uint64_t nr_parks;	/* times the worker slept on its futex */
-	uint64_t nr_wakeups;	/* times another thread woke it */
-	uint64_t nr_exposes;	/* times it shared private tasks on request */
-	uint64_t nr_yields;	/* times it gave its CPU away while idle */
-	uint64_t nr_yield_to;	/* ... of which directed at one thread */
-	uint64_t nr_handoffs;	/* ... of which the kernel reported handing the CPU
-				 * over: the module path only (the hint path cannot
-				 * tell; scx_wsched counts nr_yield_hint_handoff) */
+#define _WS_WORKER_STAT_FIELD(name) uint64_t name;
+	WS_WORKER_STATS(_WS_WORKER_STAT_FIELD)
+#undef _WS_WORKER_STAT_FIELD
 };
 
 /*
