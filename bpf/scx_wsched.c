@@ -542,11 +542,12 @@ static void print_usage(void)
 static void parse_experimental(const char *list, struct opts *o)
 {
 	char buf[256], *save = NULL, *sw, *val;
+	int n = 0;
 
 	if (strlen(list) >= sizeof(buf))
 		die_usage("--experimental: list too long: '%s'", list);
 	strcpy(buf, list);
-	for (sw = strtok_r(buf, ",", &save); sw; sw = strtok_r(NULL, ",", &save)) {
+	for (sw = strtok_r(buf, ",", &save); sw; sw = strtok_r(NULL, ",", &save), n++) {
 		val = strchr(sw, '=');
 		if (val)
 			*val++ = '\0';
@@ -559,6 +560,9 @@ static void parse_experimental(const char *list, struct opts *o)
 			die_usage("--experimental: no switch '%s' (no-slice-timer, wake-preempt-us=N)",
 				  sw);
 	}
+	if (!n)
+		die_usage("--experimental: no switch in '%s' (no-slice-timer, wake-preempt-us=N)",
+			  list);
 }
 
 /*

@@ -2457,11 +2457,12 @@ static int pref_run(struct __test_metadata *_metadata, bool same_process, bool o
  * (nr_thief_preempted > 0); thieves of another process are never displaced
  * for it (isolation: the count stays 0), and there the worker only gets
  * what vtime gives it (about 1/8 of a CPU it shares with a nice -15 thief
- * charged 4x). The worker's CPU share in both cases is logged, not
- * asserted: beside its own thieves it hops to the other CPU each time
- * vtime sends it off one, and under single-threaded TCG each hop waits
- * for QEMU to run the kicked vCPU, which an overloaded host delays by
- * anything from milliseconds to seconds. A thief whose slice ends also
+ * charged 4x). The worker's CPU share is logged and, beside its own
+ * thieves, only asserted to be above 5% (not starved): there it hops to
+ * the other CPU each time vtime sends it off one, and under
+ * single-threaded TCG each hop waits for QEMU to run the kicked vCPU,
+ * which an overloaded host delays by anything from milliseconds to
+ * seconds. A thief whose slice ends also
  * runs a worker of its process queued anywhere instead of keeping its CPU
  * (dispatch_queued_worker(), nr_worker_pulled): the worker's first queuing
  * may find no thief past its thief slice to displace, and a pull then

@@ -245,6 +245,7 @@ TEST_F(load, bad_args_fail)
 		{ "--experimental", "wake-preempt-us=100001", NULL },
 		{ "--experimental", "no-slice-timer=1", NULL },
 		{ "--experimental", "no-slice-timer,bogus", NULL },
+		{ "--experimental", ",", NULL },
 		{ "--no-slice-timer", NULL },			/* now --experimental's */
 		{ "--wake-preempt-us", "30", NULL },
 	};
