@@ -139,6 +139,16 @@ static void run_on(s32 cpu, struct task_struct *p, struct rq *rq)
 	}
 }
 
+/* @cpu with a deque head and a run in progress (@rq's) at these vtimes. */
+static void cpu_with(s32 cpu, struct task_struct *head, u64 head_vt, struct task_struct *hog,
+		     u64 hog_vt, struct rq *rq)
+{
+	*head = task(20, head_vt);
+	*hog = task(30, hog_vt);
+	shim_dsq_head[cpu] = head;
+	run_on(cpu, hog, rq);
+}
+
 /* ------------------------------------------------------------ vtime bounds */
 
 /* No vtime counts as more than LAG_SLICES behind or LEAD_SLICES ahead of
@@ -355,10 +365,7 @@ TEST(interrupt_wakee_goes_just_before_the_cpus_earliest_task)
 	struct rq rq = { 0 };
 
 	machine_reset();
-	head = task(20, vtime_now - 6 * SLICE);
-	hog = task(30, vtime_now - 8 * SLICE);
-	shim_dsq_head[2] = &head;
-	run_on(2, &hog, &rq);
+	cpu_with(2, &head, vtime_now - 6 * SLICE, &hog, vtime_now - 8 * SLICE, &rq);
 	p = task(10, vtime_now - 15 * SLICE);
 	wake_credit(&p, 2, &rq, true);
 	EXPECT_EQ(hog.scx.dsq_vtime - 1, p.scx.dsq_vtime);
@@ -411,10 +418,9 @@ TEST(wake_credit_only_moves_a_wakee_later_and_never_past_vtime_now)
 #define NEAR_NOW()	(vtime_now + (u64)(((s64)(rand_r(&seed) % 64) - 40) * (s64)(SLICE / 2)))
 	for (i = 0; i < 100000; i++) {
 		vtime_now = ((u64)rand_r(&seed) << 40) ^ (u64)rand_r(&seed) * SLICE;
-		head = task(20, NEAR_NOW());
-		hog = task(30, NEAR_NOW());
-		shim_dsq_head[1] = rand_r(&seed) % 2 ? &head : NULL;
-		run_on(1, &hog, &rq);
+		cpu_with(1, &head, NEAR_NOW(), &hog, NEAR_NOW(), &rq);
+		if (rand_r(&seed) % 2)
+			shim_dsq_head[1] = NULL;
 		rq.clock_task = 100 * SLICE;
 		p = task(10, NEAR_NOW());
 		p.se.exec_start = rq.clock_task - rand_r(&seed) % (2 * TIMED_SLEEP_NS);
@@ -436,10 +442,7 @@ TEST(moved_task_keeps_no_lag_against_its_new_cpu)
 	struct rq rq = { 0 };
 
 	machine_reset();
-	head = task(20, vtime_now - 3 * SLICE);
-	hog = task(30, vtime_now - 4 * SLICE);
-	shim_dsq_head[4] = &head;
-	run_on(4, &hog, &rq);
+	cpu_with(4, &head, vtime_now - 3 * SLICE, &hog, vtime_now - 4 * SLICE, &rq);
 	p = task(10, vtime_now - 12 * SLICE);
 	migrate_place(&p, 4, &rq);
 	EXPECT_EQ(hog.scx.dsq_vtime, p.scx.dsq_vtime);
@@ -536,6 +539,17 @@ TEST(rate_bound_charges_a_cut_at_its_end)
 
 /* ------------------------------------------------------------ wakeup preemption */
 
+/* @hog at @vt, @ran into a run on CPU 1 (@rq), brought up to date now. */
+static void hog_running(struct task_struct *hog, u64 vt, u64 ran, struct rq *rq)
+{
+	*hog = task(30, vt);
+	hog->se.sum_exec_runtime = 10 * SLICE;	/* no sleep yet: CPU-bound */
+	run_on(1, hog, rq);
+	hog->se.sum_exec_runtime += ran;
+	rq->clock_task = 200 * SLICE;
+	hog->se.exec_start = rq->clock_task;
+}
+
 /* A stream of interrupt wakees earlier than a hog preempts it at most
  * WAKE_KICK_BURST times at once; then the run's end waits for the bound,
  * by a timer, and is charged where it falls. */
@@ -548,12 +562,7 @@ TEST(interrupt_wakees_preempt_a_hog_within_the_rate_bound)
 	int i;
 
 	machine_reset();
-	hog = task(30, vtime_now + 4 * SLICE);
-	hog.se.sum_exec_runtime = 100 * SLICE;
-	run_on(1, &hog, &rq);
-	hog.se.sum_exec_runtime += 10 * MS;	/* it has run 10 ms */
-	rq.clock_task = 200 * SLICE;
-	hog.se.exec_start = rq.clock_task;
+	hog_running(&hog, vtime_now + 4 * SLICE, 10 * MS, &rq);
 	p = task(10, vtime_now);
 	for (i = 0; i < WAKE_KICK_BURST; i++) {
 		wake_preempt(&p, 1, &rq, false, true, p.scx.dsq_vtime);
@@ -569,8 +578,7 @@ TEST(interrupt_wakees_preempt_a_hog_within_the_rate_bound)
 	EXPECT_EQ(hog.pid, wc->pid);
 	/* A registered process's run is never preempted so. */
 	machine_reset();
-	run_on(1, &hog, &rq);
-	hog.se.sum_exec_runtime += 10 * MS;
+	hog_running(&hog, vtime_now + 4 * SLICE, 10 * MS, &rq);
 	fake_registered = true;
 	wake_preempt(&p, 1, &rq, false, true, p.scx.dsq_vtime);
 	EXPECT_EQ(0, shim_nr_kicks);
@@ -583,9 +591,7 @@ TEST(wakee_later_than_the_run_or_the_head_does_not_preempt)
 	struct rq rq = { 0 };
 
 	machine_reset();
-	hog = task(30, vtime_now);
-	run_on(1, &hog, &rq);
-	hog.se.sum_exec_runtime += 10 * MS;
+	hog_running(&hog, vtime_now, 10 * MS, &rq);
 	p = task(10, vtime_now + 10 * MS);	/* ahead of the hog's run so far */
 	wake_preempt(&p, 1, &rq, false, true, p.scx.dsq_vtime);
 	EXPECT_EQ(0, shim_nr_kicks);
@@ -626,12 +632,7 @@ TEST(options_drive_one_mechanism_each)
 	 * task: its run ends at WAKE_XCPU_RUN_NS, by a timer, not now. */
 	machine_reset();
 	lat_slice_ns = 200 * US;
-	hog = task(30, vtime_now + SLICE);
-	hog.se.sum_exec_runtime = 10 * SLICE;		/* no sleep: CPU-bound */
-	run_on(1, &hog, &rq);
-	hog.se.sum_exec_runtime += 600 * US;
-	rq.clock_task = 100 * SLICE;
-	hog.se.exec_start = rq.clock_task;
+	hog_running(&hog, vtime_now + SLICE, 600 * US, &rq);
 	p = task(10, vtime_now);
 	p.se.exec_start = rq.clock_task - MS;
 	wake_preempt(&p, 1, &rq, false, false, p.scx.dsq_vtime);
