@@ -511,7 +511,8 @@ static const struct option longopts[] = {
 	{ "slice-min-us", required_argument,	NULL, 'm' },
 	{ "slice-lat-us", required_argument,	NULL, 'L' },
 	{ "experimental", required_argument,	NULL, 'X' },
-	/* Moved under --experimental: refused with a line that says so. */
+	/* The old spellings of two --experimental switches: refused, with a
+	 * line naming the switch. */
 	{ "wake-preempt-us", required_argument,	NULL, 'w' },
 	{ "no-slice-timer", no_argument,	NULL, 'T' },
 	{ "grace-us",	required_argument,	NULL, 'g' },

@@ -246,7 +246,7 @@ TEST_F(load, bad_args_fail)
 		{ "--experimental", "no-slice-timer=1", NULL },
 		{ "--experimental", "no-slice-timer,bogus", NULL },
 		{ "--experimental", ",", NULL },
-		{ "--no-slice-timer", NULL },			/* now --experimental's */
+		{ "--no-slice-timer", NULL },			/* an --experimental switch */
 		{ "--wake-preempt-us", "30", NULL },
 	};
 	unsigned int i;
