@@ -3,9 +3,10 @@
  * scx_wsched loader: reads the CPU topology, loads and attaches the BPF
  * scheduler (scx_wsched.bpf.c and its fragments, whose top comments
  * explain the policy), prints its counters, detaches on SIGINT/SIGTERM and
- * reports the exit reason the kernel recorded. When the kernel ejects the scheduler with a
- * restart request (CPU hotplug), it loads it again. While it runs it serves
- * the hint socket (scx_wsched_hintsrv.c, Documentation/abi.md).
+ * reports the exit reason the kernel recorded. When the kernel ejects the
+ * scheduler with a restart request (CPU hotplug), it loads it again. While
+ * it runs it serves the hint socket (scx_wsched_hintsrv.c,
+ * Documentation/abi.md).
  *
  * Exit statuses (one line on stderr says why):
  *   0  detached on request        3  not root
