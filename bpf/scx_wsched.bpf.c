@@ -23,6 +23,7 @@
  *   scx_wsched_tunables.bpf.h  the loader's options (rodata)
  *   scx_wsched_cpu.bpf.h       topology, the per-CPU context struct ws_cpu
  *   scx_wsched_hint.bpf.h      every read of a hint slot, the observe gate
+ *   scx_wsched_cgroup.bpf.h    cpu.weight: each cgroup's share factor
  *   scx_wsched_vtime.bpf.h     fairness: vtime, its bounds, placement
  *   scx_wsched_steal.bpf.h     idle and balance stealing, thief kicks
  *   scx_wsched_slice.bpf.h     slice cuts, the run-end timer
@@ -30,7 +31,7 @@
  *   scx_wsched_yield.bpf.h     sched_yield(), yield_to(), their targets
  *   scx_wsched_worker.bpf.h    thieves and workers of registered processes
  *
- * Not done: cgroup weights, NUMA beyond LLCs, CPU hotplug in BPF (without
+ * Not done: cpu.max and cpu.idle, NUMA beyond LLCs, CPU hotplug in BPF (without
  * ops.cpu_online/offline the kernel ejects the scheduler with a restart
  * request, and the loader loads it again; so no deque is ever left with an
  * offline owner).
@@ -45,6 +46,7 @@
 #include "scx_wsched_tunables.bpf.h"
 #include "scx_wsched_cpu.bpf.h"
 #include "scx_wsched_hint.bpf.h"	/* hints from registered processes */
+#include "scx_wsched_cgroup.bpf.h"
 #include "scx_wsched_vtime.bpf.h"
 #include "scx_wsched_steal.bpf.h"
 #include "scx_wsched_slice.bpf.h"
@@ -382,6 +384,7 @@ void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
 	s32 cpu = task_cpu_of(p);
 
 	cpu_ctx(cpu)->cur_sum = p->se.sum_exec_runtime;
+	cpu_ctx(cpu)->cur_factor = cg_task_factor(p);
 	if (cpu_ctx(cpu)->wake_kicked)
 		cpu_ctx(cpu)->wake_kicked = 0;
 	if (hints_live())
@@ -412,7 +415,36 @@ void BPF_STRUCT_OPS(wsched_stopping, struct task_struct *p, bool runnable)
 	charge = thief_charge(ran, wsched_hint_stopping(p, runnable));
 	vt = p->scx.dsq_vtime;
 	vtime_now_advance(vt, ran);
-	scx_bpf_task_set_dsq_vtime(p, vtime_clamp(vt + scale_by_task_weight_inverse(p, charge)));
+	charge = cg_scale(scale_by_task_weight_inverse(p, charge), cpu_ctx(cpu)->cur_factor);
+	scx_bpf_task_set_dsq_vtime(p, vtime_clamp(vt + charge));
+}
+
+/* Every runnable task's weight is counted in its cgroup, for the shares. */
+void BPF_STRUCT_OPS(wsched_runnable, struct task_struct *p, u64 enq_flags)
+{
+	cg_count(p, p->scx.weight);
+}
+
+void BPF_STRUCT_OPS(wsched_quiescent, struct task_struct *p, u64 deq_flags)
+{
+	cg_count(p, -(s64)p->scx.weight);
+}
+
+s32 BPF_STRUCT_OPS_SLEEPABLE(wsched_cgroup_init, struct cgroup *cgrp,
+			     struct scx_cgroup_init_args *args)
+{
+	cg_init(cgrp, args->weight);
+	return 0;
+}
+
+void BPF_STRUCT_OPS(wsched_cgroup_exit, struct cgroup *cgrp)
+{
+	cg_exit(cgrp);
+}
+
+void BPF_STRUCT_OPS(wsched_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
+{
+	cg_set_weight(cgrp, weight);
 }
 
 void BPF_STRUCT_OPS(wsched_enable, struct task_struct *p)
@@ -437,8 +469,13 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(wsched_init)
 		}
 	}
 	ret = run_cuts_init();
-	if (ret)
+	if (ret) {
 		scx_bpf_error("failed to set up the wakeup cut timers (%d)", ret);
+		return ret;
+	}
+	ret = cg_timer_init();
+	if (ret)
+		scx_bpf_error("failed to set up the cgroup share timer (%d)", ret);
 	return ret;
 }
 
@@ -455,6 +492,11 @@ SCX_OPS_DEFINE(wsched_ops,
 	       .yield		= (void *)wsched_yield,
 	       .running		= (void *)wsched_running,
 	       .stopping	= (void *)wsched_stopping,
+	       .runnable	= (void *)wsched_runnable,
+	       .quiescent	= (void *)wsched_quiescent,
+	       .cgroup_init	= (void *)wsched_cgroup_init,
+	       .cgroup_exit	= (void *)wsched_cgroup_exit,
+	       .cgroup_set_weight	= (void *)wsched_cgroup_set_weight,
 	       .enable		= (void *)wsched_enable,
 	       .init		= (void *)wsched_init,
 	       .exit		= (void *)wsched_exit,

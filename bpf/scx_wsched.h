@@ -25,6 +25,30 @@
  */
 #define WSCHED_TGID_BUCKETS	4096
 
+/*
+ * Cgroups with the cpu controller, each in a slot of the BPF array map
+ * `wsched_cgroups` (slot 0: the root), readable with bpftool and by the
+ * loader. A cgroup beyond WSCHED_MAX_CGROUPS slots or WSCHED_MAX_CG_LEVEL
+ * levels is scheduled as part of its parent (nr_cgroups_flattened).
+ */
+#define WSCHED_MAX_CGROUPS	1024
+#define WSCHED_MAX_CG_LEVEL	16
+#define WSCHED_CG_FX_SHIFT	16	/* struct wsched_cgroup.factor: 1 << 16 is 1 */
+#define WSCHED_CG_HW_SHIFT	30	/* .hw: 1 << 30 is the whole machine */
+
+struct wsched_cgroup {
+	__u64 id;		/* the cgroup's id (its inode number); 0: free */
+	__s32 parent;		/* the parent's slot; -1 for the root */
+	__u32 level;		/* depth: 0 for the root */
+	__u32 weight;		/* cpu.weight, 1..10000 */
+	__u32 factor;		/* a run of its tasks is charged 1/factor of its vtime */
+	__u64 hw;		/* its share of the machine while it has runnable work */
+	__u64 own;		/* summed weight of its own runnable tasks (last refresh) */
+	__u64 sum;		/* own + the weights of its children with runnable work */
+	__u32 active;		/* it or a descendant had runnable tasks (last refresh) */
+	__u32 pad;
+};
+
 /* Tunable ranges (the loader refuses values outside them). */
 #define WSCHED_SLICE_US_DFL	20000
 #define WSCHED_SLICE_US_MIN	100
@@ -90,7 +114,9 @@
 	X(nr_steals_balance_early)	/* of nr_steals_balance, CPU-bound heads lagging under a base slice */ \
 	X(nr_wakee_first)	/* a wakee kicked to preempt ran before that dispatch's balance check */ \
 	X(nr_migrate_placed)	/* a task the kernel moved between CPUs lost its lag against its new CPU's */ \
-	X(nr_wake_rate_bound)	/* a wakeup preemption waited for its CPU's rate bound (kick_wait()) */
+	X(nr_wake_rate_bound)	/* a wakeup preemption waited for its CPU's rate bound (kick_wait()) */ \
+	X(nr_cgroups_flattened)	/* cgroups scheduled as part of their parent: no slot or too deep */ \
+	X(nr_cg_refreshes)	/* recomputations of the cgroups' shares (cg_refresh()) */
 
 struct wsched_stats {
 #define WSCHED_STAT_FIELD(name) __u64 name;

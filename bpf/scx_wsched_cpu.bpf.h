@@ -81,6 +81,12 @@ struct queued_worker {
  * cur_sum        ops.running            ops.stopping, the     a needless reschedule,
  *                                       cut timers,           or a run left to its
  *                                       wake_preempt()        (cut) slice
+ * cur_factor     ops.running            ops.stopping,         none: read for the run
+ *                                       current_vtime(),      that set it
+ *                                       wake_preempt()
+ * root_runnable  ops.runnable and       cg_refresh() (the     one refresh's shares
+ *                ops.quiescent, under   cgroup timer)         from a count a wakeup
+ *                this CPU's rq lock                           old
  * steal_hint     the kicker of an idle  steal_idle() on this  one probe of a deque
  *                CPU                    CPU, which clears it  with nothing to take
  * wake_kicked    wake_preempt();        ops.dispatch          one dispatch in the
@@ -119,6 +125,8 @@ struct ws_cpu {
 	u32 cur_tgid;
 	u64 cur_start;		/* scx_bpf_now() at its start, while hints are live */
 	u64 cur_sum;		/* its se.sum_exec_runtime then */
+	u32 cur_factor;		/* its cgroup's share factor then (cg_task_factor()) */
+	s64 root_runnable;	/* summed weight of root-cgroup tasks runnable here */
 
 	/* Written by other CPUs' kicks, yields and enqueues. */
 	u32 steal_hint __attribute__((aligned(64)));	/* victim CPU + 1, 0: none */

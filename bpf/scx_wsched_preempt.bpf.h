@@ -194,7 +194,8 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
 	since = rq->clock_task - curr->se.exec_start;
 	if ((s64)since > 0)
 		ran += since;
-	cvt = curr->scx.dsq_vtime + scale_by_task_weight_inverse(curr, ran);
+	cvt = curr->scx.dsq_vtime +
+	      cg_scale(scale_by_task_weight_inverse(curr, ran), cpu_ctx(cpu)->cur_factor);
 	if (!time_before(vtime, cvt))
 		return;
 	head = __COMPAT_scx_bpf_dsq_peek(cpu);

@@ -21,6 +21,7 @@
 #define __SCX_WSCHED_VTIME_BPF_H
 
 #include <scx/common.bpf.h>
+#include "scx_wsched_cgroup.bpf.h"
 #include "scx_wsched_compat.bpf.h"
 #include "scx_wsched_cpu.bpf.h"
 #include "scx_wsched_stats.bpf.h"
@@ -78,7 +79,8 @@ static __always_inline u64 current_vtime(struct task_struct *p)
 	if (cpu >= 0 && (u32)cpu < nr_cpus && cpu_ctx(cpu)->cur_pid == (u32)p->pid) {
 		ran = p->se.sum_exec_runtime - cpu_ctx(cpu)->cur_sum;
 		if ((s64)ran > 0)
-			vt += scale_by_task_weight_inverse(p, ran);
+			vt += cg_scale(scale_by_task_weight_inverse(p, ran),
+				       cpu_ctx(cpu)->cur_factor);
 	}
 	return vtime_floor(vt);
 }

@@ -70,6 +70,11 @@ POLICY_TEST := $(BUILD)/tests/guest/scx_wsched_policy
 $(POLICY_TEST): $(TOP)/bpf/scx_wsched.h
 $(POLICY_TEST): KSFT_CFLAGS += -I$(TOP)/bpf
 
+# The cgroup test sizes its checks by the scheduler's header.
+CGROUP_TEST := $(BUILD)/tests/guest/scx_wsched_cgroup
+$(CGROUP_TEST): $(TOP)/bpf/scx_wsched.h
+$(CGROUP_TEST): KSFT_CFLAGS += -I$(TOP)/bpf
+
 # make install and uninstall (tests/native/install_test.sh), through a wrapper that
 # names this tree; it runs make install itself, on what make all built.
 INSTALL_TEST := $(BUILD)/tests/native/install_test

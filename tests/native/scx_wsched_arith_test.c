@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * scx_wsched_arith_test: the scheduler's policy arithmetic, run natively.
- * The fragments bpf/scx_wsched_{compat,tunables,cpu,vtime,steal,slice,
- * preempt}.bpf.h are compiled as they are, over tests/native/bpf_shim/
+ * The fragments bpf/scx_wsched_{compat,tunables,cpu,cgroup,vtime,steal,
+ * slice,preempt}.bpf.h are compiled as they are, over tests/native/bpf_shim/
  * (a fake scx/common.bpf.h: kernel structs with the fields read, kfuncs
  * over a fake machine), with the tunables writable (WS_TUNABLE) and the
  * hint side replaced by one answer, fake_registered. So the bounds of
  * vtime, where a waking or moved task is placed, vtime_now's advance, the
  * balance gap, the slice cuts, the tick period and the rate bound of
- * wakeup preemption are checked at their edges (wraparound included)
+ * wakeup preemption, and the cgroups' shares (a tree of fake cgroups) are
+ * checked at their edges (wraparound included)
  * without booting a guest; the guest suites check what they do to tasks.
  */
 #define WS_TUNABLE volatile
@@ -26,6 +27,7 @@ static __always_inline bool hint_registered(struct task_struct *p)
 #include "scx_wsched_compat.bpf.h"
 #include "scx_wsched_tunables.bpf.h"
 #include "scx_wsched_cpu.bpf.h"
+#include "scx_wsched_cgroup.bpf.h"
 #include "scx_wsched_vtime.bpf.h"
 #include "scx_wsched_steal.bpf.h"
 #include "scx_wsched_slice.bpf.h"
@@ -58,7 +60,7 @@ struct shim_map {
 	const void *map;
 	void *data;
 };
-static struct shim_map shim_maps[8];
+static struct shim_map shim_maps[16];
 
 void *shim_lookup(const void *map, size_t value_size, u32 nr, u32 key)
 {
@@ -66,10 +68,10 @@ void *shim_lookup(const void *map, size_t value_size, u32 nr, u32 key)
 
 	if (key >= nr)
 		return NULL;
-	for (i = 0; i < 8 && shim_maps[i].map; i++)
+	for (i = 0; i < 16 && shim_maps[i].map; i++)
 		if (shim_maps[i].map == map)
 			break;
-	if (i == 8)
+	if (i == 16)
 		abort();
 	if (!shim_maps[i].map) {
 		shim_maps[i].map = map;
@@ -782,6 +784,215 @@ TEST(failed_steal_marks_the_deque_unstealable)
 	EXPECT_FALSE(try_steal(0, 3, false));
 	EXPECT_EQ(1, cpu_ctx(3)->unstealable);
 	EXPECT_TRUE(mask_test(3));		/* still holds tasks */
+}
+
+/* ------------------------------------------------------------ cgroups */
+
+static struct kernfs_node cg_kn[16];
+static struct cgroup cg_tree[16];
+
+/* Fake cgroup @i under @parent (NULL: the root, level 0), through
+ * ops.cgroup_init as the kernel calls it, parents first. */
+static struct cgroup *cgroup_make(int i, struct cgroup *parent, u32 weight)
+{
+	struct cgroup *c = &cg_tree[i];
+
+	cg_kn[i].id = 100 + i;
+	c->kn = &cg_kn[i];
+	c->parent = parent;
+	c->level = parent ? parent->level + 1 : 0;
+	cg_init(c, weight);
+	return c;
+}
+
+static struct task_group cg_tg[16];
+
+/* @n runnable nice-0 tasks in @c, spread over the CPUs (ops.runnable). */
+static void cgroup_fill(struct cgroup *c, int n)
+{
+	static struct task_struct tasks[256];
+	static int used;
+	int i, k = c - cg_tree;
+
+	cg_tg[k].css.cgroup = c;
+	for (i = 0; i < n && used < 256; i++, used++) {
+		struct task_struct *p = &tasks[used];
+
+		*p = task(1000 + used, 0);
+		p->thread_info.cpu = used % 8;
+		p->sched_task_group = &cg_tg[k];
+		cg_count(p, p->scx.weight);
+	}
+}
+
+static u32 factor_of(struct cgroup *c)
+{
+	return cg_at(((struct cg_link *)c->storage)->slot)->factor;
+}
+
+static double share_of(struct cgroup *c)
+{
+	return (double)cg_at(((struct cg_link *)c->storage)->slot)->hw / CG_HW_ONE;
+}
+
+/* The share of the machine one nice-0 task of @c gets: its effective
+ * weight over all the runnable tasks' (@total of them, all nice 0). */
+static double task_share(struct cgroup *c, int total)
+{
+	return (double)factor_of(c) / CG_FX_ONE / total;
+}
+
+#define NEAR(want, got)	EXPECT_GT(0.002, (want) > (got) ? (want) - (got) : (got) - (want)) \
+	TH_LOG("want %.4f, got %.4f", (double)(want), (double)(got))
+
+TEST(cgroup_shares_follow_sibling_weights)
+{
+	struct cgroup *root, *a, *b;
+
+	machine_reset();
+	root = cgroup_make(0, NULL, 100);
+	a = cgroup_make(1, root, 100);
+	b = cgroup_make(2, root, 300);
+	cgroup_fill(a, 4);
+	cgroup_fill(b, 4);
+	ASSERT_EQ(2, cg_refresh());
+	NEAR(0.25, share_of(a));
+	NEAR(0.75, share_of(b));
+	/* four tasks each: a task of a has 1/16 of the machine, of b 3/16 */
+	NEAR(1.0 / 16, task_share(a, 8));
+	NEAR(3.0 / 16, task_share(b, 8));
+	/* a run is charged its vtime over the factor: b's 3x slower than a's */
+	EXPECT_EQ(3 * cg_scale(30 * MS, factor_of(b)), cg_scale(30 * MS, factor_of(a)));
+}
+
+TEST(cgroup_with_more_tasks_gets_no_more)
+{
+	struct cgroup *root, *a, *b;
+
+	machine_reset();
+	root = cgroup_make(0, NULL, 100);
+	a = cgroup_make(1, root, 100);
+	b = cgroup_make(2, root, 100);
+	cgroup_fill(a, 8);
+	cgroup_fill(b, 64);
+	cg_refresh();
+	NEAR(0.5, 8 * task_share(a, 72));
+	NEAR(0.5, 64 * task_share(b, 72));
+}
+
+TEST(cgroup_shares_multiply_down_the_tree)
+{
+	struct cgroup *root, *p, *p1, *p2, *q;
+
+	machine_reset();
+	root = cgroup_make(0, NULL, 100);
+	p = cgroup_make(1, root, 200);
+	q = cgroup_make(2, root, 100);
+	p1 = cgroup_make(3, p, 100);
+	p2 = cgroup_make(4, p, 300);
+	cgroup_fill(p1, 2);
+	cgroup_fill(p2, 2);
+	cgroup_fill(q, 2);
+	cg_refresh();
+	NEAR(2.0 / 3, share_of(p));
+	NEAR(2.0 / 3 * 1 / 4, 2 * task_share(p1, 6));
+	NEAR(2.0 / 3 * 3 / 4, 2 * task_share(p2, 6));
+	NEAR(1.0 / 3, 2 * task_share(q, 6));
+}
+
+/* A sibling without runnable tasks leaves its share to the others, and
+ * the root's own tasks take part by their own weights. */
+TEST(cgroup_idle_sibling_leaves_its_share_and_root_tasks_count)
+{
+	struct cgroup *root, *p, *p1, *p2, *q;
+
+	machine_reset();
+	root = cgroup_make(0, NULL, 100);
+	p = cgroup_make(1, root, 100);
+	q = cgroup_make(2, root, 100);
+	p1 = cgroup_make(3, p, 100);
+	p2 = cgroup_make(4, p, 300);
+	cgroup_fill(p1, 3);
+	cgroup_fill(q, 1);
+	cgroup_fill(root, 2);	/* two nice-0 tasks of the root: 200 */
+	(void)p2;
+	cg_refresh();
+	/* root: 200 own + p 100 + q 100 */
+	NEAR(0.25, 3 * task_share(p1, 6));
+	NEAR(0.25, task_share(q, 6));
+	NEAR(0.5, 2 * task_share(root, 6));
+}
+
+TEST(cgroup_alone_keeps_the_weights_as_they_are)
+{
+	struct cgroup *root, *a;
+
+	machine_reset();
+	root = cgroup_make(0, NULL, 100);
+	a = cgroup_make(1, root, 50);
+	cgroup_fill(a, 5);
+	cg_refresh();
+	EXPECT_EQ(CG_FX_ONE, factor_of(a));
+	EXPECT_EQ(20 * MS, cg_scale(20 * MS, factor_of(a)));
+	cgroup_fill(root, 3);	/* nothing in a cgroup of its own */
+	cg_refresh();
+	EXPECT_NE(CG_FX_ONE, factor_of(a));
+}
+
+/* A freed slot is dead to its cgroup's exiting tasks, which are counted
+ * nowhere, and is taken again only after every other, its counts zeroed. */
+TEST(cgroup_removed_frees_its_slot_and_counts)
+{
+	struct cgroup *root, *a, *b;
+	struct task_struct t = task(77, 0);
+	s32 slot;
+
+	machine_reset();
+	root = cgroup_make(0, NULL, 100);
+	a = cgroup_make(1, root, 100);
+	cgroup_fill(a, 3);
+	slot = ((struct cg_link *)a->storage)->slot;
+	cg_exit(a);
+	EXPECT_EQ(CG_DEAD, ((struct cg_link *)a->storage)->slot);
+	EXPECT_EQ(0, cg_at(slot)->id);
+	cg_tg[1].css.cgroup = a;
+	t.sched_task_group = &cg_tg[1];
+	EXPECT_EQ(CG_DEAD, cg_task_slot(&t));
+	EXPECT_EQ(CG_FX_ONE, cg_task_factor(&t));
+	cg_count(&t, -100);	/* its quiescent: no count moves */
+	EXPECT_EQ(300, cg_own(slot));
+	b = cgroup_make(2, root, 100);
+	EXPECT_NE(slot, ((struct cg_link *)b->storage)->slot);
+	cg_next = slot;		/* as after going round */
+	b = cgroup_make(3, root, 100);
+	EXPECT_EQ(slot, ((struct cg_link *)b->storage)->slot);
+	EXPECT_EQ(0, cg_own(slot));
+}
+
+/* Too deep: scheduled as part of the deepest ancestor with a slot. */
+TEST(cgroup_too_deep_is_flattened_into_its_parent)
+{
+	struct cgroup *c;
+	int i;
+
+	machine_reset();
+	c = cgroup_make(0, NULL, 100);
+	for (i = 1; i <= WSCHED_MAX_CG_LEVEL && i < 16; i++)
+		c = cgroup_make(i, c, 100);
+	ASSERT_EQ(15, c->level);
+	cg_max_level = WSCHED_MAX_CG_LEVEL;
+	c->level = WSCHED_MAX_CG_LEVEL;		/* its child is one too deep */
+	{
+		static struct cgroup deep;
+		static struct kernfs_node kn = { .id = 1000 };
+
+		deep.kn = &kn;
+		deep.parent = c;
+		deep.level = WSCHED_MAX_CG_LEVEL + 1;
+		cg_init(&deep, 100);
+		EXPECT_EQ(((struct cg_link *)c->storage)->slot,
+			  ((struct cg_link *)deep.storage)->slot);
+	}
 }
 
 TEST_HARNESS_MAIN

@@ -44,11 +44,16 @@ typedef int64_t s64;
 #define __uint(name, val)	int (*name)[val]
 #define __type(name, val)	typeof(val) *name
 #define barrier_var(v)	__asm__ __volatile__("" : "+r"(v))
+#define barrier()	__asm__ __volatile__("" ::: "memory")
+#define __noinline	__attribute__((noinline))
 
 enum {
 	BPF_MAP_TYPE_ARRAY = 2,
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_CGRP_STORAGE = 32,
 };
+#define BPF_F_NO_PREALLOC		1
+#define BPF_LOCAL_STORAGE_GET_F_CREATE	1
 
 /* The scx enums the fragments name, with the kernel's values where a
  * value matters to the test (none does: they are compared and passed). */
@@ -68,8 +73,18 @@ enum scx_rq_flags { SCX_RQ_ONLINE = 1, SCX_RQ_IN_DISPATCH = 4 };
 
 struct cpumask { u64 bits[8]; };	/* 512 CPUs */
 
+struct kernfs_node { u64 id; };
+struct cgroup {
+	int level;
+	struct kernfs_node *kn;
+	struct cgroup *parent;		/* the shim's own: bpf_cgroup_ancestor() */
+	void *storage;			/* the shim's own: bpf_cgrp_storage_get() */
+};
+struct task_group { struct { struct cgroup *cgroup; } css; };
+
 struct task_struct {
 	s32 pid;
+	struct task_group *sched_task_group;
 	s32 tgid;
 	u32 flags;
 	s32 on_rq;
@@ -213,10 +228,34 @@ static inline long bpf_timer_start(struct bpf_timer *t, u64 nsecs, u64 flags)
 	return 0;
 }
 
+/* One cgroup storage map: the value hangs off the cgroup. */
+static inline void *bpf_cgrp_storage_get(void *map, struct cgroup *cgrp, void *v, u64 flags)
+{
+	(void)map;
+	(void)v;
+	if (!cgrp->storage && (flags & BPF_LOCAL_STORAGE_GET_F_CREATE))
+		cgrp->storage = calloc(1, 64);
+	return cgrp->storage;
+}
+
+static inline struct cgroup *bpf_cgroup_ancestor(struct cgroup *cgrp, int level)
+{
+	while (cgrp && cgrp->level > level)
+		cgrp = cgrp->parent;
+	return cgrp;
+}
+
+static inline void bpf_cgroup_release(struct cgroup *cgrp) { (void)cgrp; }
+
 /* A map's entry @key: a zeroed array per map, made on first use. */
 void *shim_lookup(const void *map, size_t value_size, u32 nr, u32 key);
 #define bpf_map_lookup_elem(map, key)						\
 	shim_lookup((map), sizeof(*(map)->value),				\
 		    sizeof(*(map)->max_entries) / sizeof(int), *(const u32 *)(key))
+/* ... and CPU @cpu's copy of a per-CPU array's: SHIM_CPUS entries a key. */
+#define bpf_map_lookup_percpu_elem(map, key, cpu)				\
+	shim_lookup((map), sizeof(*(map)->value),				\
+		    sizeof(*(map)->max_entries) / sizeof(int) * SHIM_CPUS,	\
+		    *(const u32 *)(key) * SHIM_CPUS + (u32)(cpu))
 
 #endif /* __WS_BPF_SHIM_COMMON_BPF_H */

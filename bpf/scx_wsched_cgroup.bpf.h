@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * scx_wsched cgroups: cpu.weight, flattened. Every cgroup with the cpu
+ * controller (the root included) has a slot in wsched_cgroups; a timer
+ * (cg_refresh(), every CG_PERIOD_NS while more than one cgroup has work)
+ * computes from the runnable tasks' weights, which ops.runnable and
+ * ops.quiescent count per cgroup and CPU, each cgroup's share of the
+ * machine as under the kernel's group scheduling: at every level, a
+ * cgroup with runnable work shares its parent's share with its siblings
+ * that have work, by cpu.weight, and a cgroup's own tasks (the root's:
+ * kernel threads and whatever runs there) take part as entities of their
+ * own weights. A task's share of the machine is then
+ *   hw(its cgroup) x weight(task) / sum(its cgroup),
+ * sum: its cgroup's own runnable weight plus its children's with work.
+ * Normalised so that the runnable tasks' weights keep their total, that is
+ * an effective weight factor x weight(task), with
+ *   factor = total runnable weight x hw / sum,
+ * one number per cgroup, 1 where all is in one cgroup. A run is charged
+ * its vtime divided by the factor (cg_scale()); everything else about
+ * fairness (scx_wsched_vtime.bpf.h) compares those vtimes unchanged, so a
+ * cgroup's tasks get its share on every CPU and the steals for balance
+ * spread it across CPUs, as they spread nice weights.
+ *
+ * Races: the counts are per CPU, each written only under that CPU's rq
+ * lock (the task's, task_cpu_of()), and summed by the timer without it;
+ * a refresh that reads one a wakeup old sets the shares a wakeup off until
+ * the next. Slots are taken and freed by ops.cgroup_init and
+ * ops.cgroup_exit, which the kernel serialises (cgroup_mutex); the timer
+ * skips a free slot, and one taken while it runs is counted from the next
+ * refresh. A slot freed by ops.cgroup_exit is marked dead in its
+ * cgroup's storage first: a task still in that cgroup (an exiting one) is
+ * counted nowhere and charged at the root's factor, and a freed slot is
+ * taken again only after every other (cg_next goes round), with its
+ * counts zeroed.
+ */
+#ifndef __SCX_WSCHED_CGROUP_BPF_H
+#define __SCX_WSCHED_CGROUP_BPF_H
+
+#include <scx/common.bpf.h>
+#include "scx_wsched.h"
+#include "scx_wsched_compat.bpf.h"
+#include "scx_wsched_cpu.bpf.h"
+#include "scx_wsched_stats.bpf.h"
+
+#define CG_FX_ONE		(1U << WSCHED_CG_FX_SHIFT)
+#define CG_HW_ONE		(1ULL << WSCHED_CG_HW_SHIFT)
+#define CG_FX_MIN		(CG_FX_ONE >> 10)	/* shares differ by at most 2^20 */
+#define CG_FX_MAX		(CG_FX_ONE << 10)
+#define CG_PERIOD_NS		(4 * 1000 * 1000ULL)	/* refresh while cgroups compete */
+#define CG_PERIOD_IDLE_NS	(50 * 1000 * 1000ULL)	/* ... while at most one has work */
+#define CG_DEAD			(-1)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, WSCHED_MAX_CGROUPS);
+	__type(key, u32);
+	__type(value, struct wsched_cgroup);
+} wsched_cgroups SEC(".maps");
+
+/* Summed weight of each slot's runnable tasks, per CPU (the root's is in
+ * ws_cpu.root_runnable: no helper call for it). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, WSCHED_MAX_CGROUPS);
+	__type(key, u32);
+	__type(value, s64);
+} cg_runnable SEC(".maps");
+
+/* A cgroup's slot (CG_DEAD once ops.cgroup_exit freed it). */
+struct cg_link {
+	s32 slot;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CGRP_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct cg_link);
+} cg_links SEC(".maps");
+
+struct cg_timer {
+	struct bpf_timer timer;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct cg_timer);
+} cg_timers SEC(".maps");
+
+static u32 cg_slots_end;	/* every slot in use is below it */
+static u32 cg_next = 1;		/* where the search for a free slot starts */
+static u32 cg_max_level;	/* the deepest level with a slot */
+
+static __always_inline struct wsched_cgroup *cg_at(s32 slot)
+{
+	u32 key = slot;
+
+	return bpf_map_lookup_elem(&wsched_cgroups, &key);
+}
+
+/*
+ * The slot of @p's cgroup (of the cpu controller: the task group's), 0 for
+ * the root, without a lookup for a task of the root, CG_DEAD where that
+ * cgroup is being removed or has none.
+ */
+static __always_inline s32 cg_task_slot(struct task_struct *p)
+{
+	struct task_group *tg = p->sched_task_group;
+	struct cgroup *cgrp;
+	struct cg_link *l;
+
+	/* an autogroup's task group has no cgroup: the root's (tg_cgrp()) */
+	if (!tg || !(cgrp = tg->css.cgroup) || !cgrp->level)
+		return 0;
+	l = bpf_cgrp_storage_get(&cg_links, cgrp, 0, 0);
+	return l ? l->slot : CG_DEAD;
+}
+
+/* The factor a run of @p is charged by: its cgroup's, 1 where it has none. */
+static __always_inline u32 cg_task_factor(struct task_struct *p)
+{
+	struct wsched_cgroup *cg;
+	s32 slot = cg_task_slot(p);
+
+	if (slot < 0 || !(cg = cg_at(slot)) || !cg->factor)
+		return CG_FX_ONE;
+	return cg->factor;
+}
+
+/* @vt, a run's vtime at weight 100/weight, at the share factor @factor. */
+static __always_inline u64 cg_scale(u64 vt, u32 factor)
+{
+	if (factor == CG_FX_ONE || !factor)
+		return vt;
+	if (vt >= 1ULL << 46)	/* hours: no product overflows */
+		vt = 1ULL << 46;
+	return vt * CG_FX_ONE / factor;
+}
+
+/* ops.runnable (@w = the weight) and ops.quiescent (-weight) of @p. */
+static __always_inline void cg_count(struct task_struct *p, s64 w)
+{
+	s32 cpu = task_cpu_of(p), slot;
+	s64 *nr;
+
+	if (cpu < 0 || (u32)cpu >= nr_cpus)
+		return;
+	slot = cg_task_slot(p);
+	if (!slot) {
+		cpu_ctx(cpu)->root_runnable += w;
+		return;
+	}
+	if (slot < 0)
+		return;
+	nr = bpf_map_lookup_percpu_elem(&cg_runnable, &slot, cpu);
+	if (nr)
+		*nr += w;
+}
+
+/* Summed runnable weight of @slot's own tasks over the CPUs. */
+static __always_inline u64 cg_own(u32 slot)
+{
+	s64 sum = 0, *nr;
+	u32 cpu;
+
+	bpf_for(cpu, 0, nr_cpus) {
+		if (!slot) {
+			sum += cpu_ctx(cpu)->root_runnable;
+			continue;
+		}
+		nr = bpf_map_lookup_percpu_elem(&cg_runnable, &slot, cpu);
+		if (nr)
+			sum += *nr;
+	}
+	return sum > 0 ? sum : 0;
+}
+
+/* factor = total x hw / sum, in CG_FX_ONE units, without overflow. */
+static __always_inline u32 cg_factor(u64 total, u64 hw, u64 sum)
+{
+	u64 f;
+
+	if (!sum || !hw)
+		return CG_FX_ONE;
+	if (total < 1ULL << 32)
+		f = (total * hw / sum) >> (WSCHED_CG_HW_SHIFT - WSCHED_CG_FX_SHIFT);
+	else
+		f = (hw >> (WSCHED_CG_HW_SHIFT - WSCHED_CG_FX_SHIFT)) * total / sum;
+	if (f < CG_FX_MIN)
+		return CG_FX_MIN;
+	return f > CG_FX_MAX ? CG_FX_MAX : f;
+}
+
+static u64 cg_total;		/* summed runnable weight, for cg_refresh() */
+
+/*
+ * The three passes of cg_refresh(), one slot each, verified once each as
+ * global functions (in one loop over levels and slots the verifier's
+ * paths multiply past its limit).
+ */
+__noinline int cg_pass_own(u32 s)
+{
+	struct wsched_cgroup *cg = cg_at(s);
+
+	if (!cg || (s && !cg->id))
+		return 0;
+	cg->own = cg_own(s);
+	cg->sum = cg->own;
+	cg->active = cg->own > 0;
+	cg_total += cg->own;
+	return cg->own > 0;
+}
+
+__noinline int cg_pass_up(u32 s, u32 level)
+{
+	struct wsched_cgroup *cg = cg_at(s), *pc;
+
+	if (!s || !cg || !cg->id || cg->level != level || !cg->active)
+		return 0;
+	if (!(pc = cg_at(cg->parent)))
+		return 0;
+	pc->sum += cg->weight;
+	pc->active = 1;
+	return 0;
+}
+
+__noinline int cg_pass_down(u32 s, u32 level)
+{
+	struct wsched_cgroup *cg = cg_at(s), *pc;
+
+	if (!s || !cg || !cg->id || cg->level != level || !cg->active)
+		return 0;
+	if (!(pc = cg_at(cg->parent)) || !pc->sum)
+		return 0;
+	cg->hw = pc->hw * cg->weight / pc->sum;
+	if (cg->own)
+		cg->factor = cg_factor(cg_total, cg->hw, cg->sum);
+	return 0;
+}
+
+/*
+ * The shares, from the counts: which cgroups have work (from the deepest
+ * level up), each active cgroup's hw (from the root down), each one's
+ * factor. Returns how many cgroups have runnable tasks of their own.
+ */
+static __always_inline u32 cg_refresh(void)
+{
+	u32 end = cg_slots_end, maxl = cg_max_level, s, i, nr_own = 0;
+	struct wsched_cgroup *root;
+
+	if (end > WSCHED_MAX_CGROUPS)
+		end = WSCHED_MAX_CGROUPS;
+	if (maxl > WSCHED_MAX_CG_LEVEL)
+		maxl = WSCHED_MAX_CG_LEVEL;
+	cg_total = 0;
+	bpf_for(s, 0, end)
+		nr_own += cg_pass_own(s);
+	bpf_for(i, 0, maxl)
+		bpf_for(s, 1, end)
+			cg_pass_up(s, maxl - i);
+	if ((root = cg_at(0))) {
+		root->hw = CG_HW_ONE;
+		root->factor = cg_factor(cg_total, root->hw, root->sum);
+	}
+	bpf_for(i, 1, maxl + 1)
+		bpf_for(s, 1, end)
+			cg_pass_down(s, i);
+	STAT_INC(nr_cg_refreshes);
+	return nr_own;
+}
+
+static int cg_timer_fire(void *map, int *key, struct cg_timer *t)
+{
+	u64 period = CG_PERIOD_IDLE_NS;
+
+	if (cg_slots_end > 1 && cg_refresh() > 1)
+		period = CG_PERIOD_NS;
+	bpf_timer_start(&t->timer, period, 0);
+	return 0;
+}
+
+static __always_inline s32 cg_timer_init(void)
+{
+	struct cg_timer *t;
+	u32 zero = 0;
+	s32 ret;
+
+	if (!(t = bpf_map_lookup_elem(&cg_timers, &zero)))
+		return -ENOENT;
+	ret = bpf_timer_init(&t->timer, &cg_timers, CLOCK_MONOTONIC);
+	if (!ret)
+		ret = bpf_timer_set_callback(&t->timer, cg_timer_fire);
+	if (!ret)
+		ret = bpf_timer_start(&t->timer, CG_PERIOD_IDLE_NS, 0);
+	return ret;
+}
+
+/* A free slot, searched from cg_next on, or -1. */
+static __always_inline s32 cg_slot_take(void)
+{
+	struct wsched_cgroup *cg;
+	u32 i, s;
+
+	bpf_for(i, 1, WSCHED_MAX_CGROUPS) {
+		s = (cg_next + i - 1) % WSCHED_MAX_CGROUPS;
+		if (!s || !(cg = cg_at(s)) || cg->id)
+			continue;
+		cg_next = s + 1;
+		return s;
+	}
+	return -1;
+}
+
+/*
+ * ops.cgroup_init: a slot for @cgrp, under its parent's; one without a
+ * free slot or deeper than WSCHED_MAX_CG_LEVEL is linked to its parent's
+ * slot and scheduled as part of it. Never fails: a failure would refuse
+ * the cgroup's creation, or the scheduler's load.
+ */
+static __always_inline void cg_init(struct cgroup *cgrp, u32 weight)
+{
+	struct wsched_cgroup *cg;
+	struct cg_link *l, *pl;
+	struct cgroup *parent;
+	s32 slot, pslot = 0;
+	u32 level = cgrp->level, cpu;
+	s64 *nr;
+
+	l = bpf_cgrp_storage_get(&cg_links, cgrp, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!l) {
+		STAT_INC(nr_cgroups_flattened);
+		return;
+	}
+	if (!level) {
+		l->slot = 0;
+		if ((cg = cg_at(0))) {
+			cg->id = cgrp->kn->id;
+			cg->parent = -1;
+			cg->weight = weight;
+			cg->factor = CG_FX_ONE;
+		}
+		if (!cg_slots_end)
+			cg_slots_end = 1;
+		return;
+	}
+	if ((parent = bpf_cgroup_ancestor(cgrp, level - 1))) {
+		pl = bpf_cgrp_storage_get(&cg_links, parent, 0, 0);
+		if (pl && pl->slot > 0)
+			pslot = pl->slot;
+		bpf_cgroup_release(parent);
+	}
+	slot = level <= WSCHED_MAX_CG_LEVEL ? cg_slot_take() : -1;
+	if (slot < 0 || !(cg = cg_at(slot))) {
+		l->slot = pslot;
+		STAT_INC(nr_cgroups_flattened);
+		return;
+	}
+	bpf_for(cpu, 0, nr_cpus) {
+		nr = bpf_map_lookup_percpu_elem(&cg_runnable, &slot, cpu);
+		if (nr)
+			*nr = 0;
+	}
+	cg->parent = pslot;
+	cg->level = level;
+	cg->weight = weight;
+	cg->factor = CG_FX_ONE;
+	cg->hw = 0;
+	cg->own = 0;
+	cg->sum = 0;
+	cg->active = 0;
+	if (level > cg_max_level)
+		cg_max_level = level;
+	if ((u32)slot >= cg_slots_end)
+		cg_slots_end = slot + 1;
+	l->slot = slot;
+	/* last: the timer reads a slot whose id is set (BPF has no fence; a
+	 * weakly ordered CPU may show it half set, to one refresh) */
+	barrier();
+	cg->id = cgrp->kn->id;
+}
+
+/* ops.cgroup_exit: @cgrp's own slot is freed (a parent's it was linked to
+ * is not). */
+static __always_inline void cg_exit(struct cgroup *cgrp)
+{
+	struct wsched_cgroup *cg;
+	struct cg_link *l;
+
+	if (!cgrp->level || !(l = bpf_cgrp_storage_get(&cg_links, cgrp, 0, 0)))
+		return;
+	if (l->slot > 0 && (cg = cg_at(l->slot)) && cg->id == cgrp->kn->id) {
+		l->slot = CG_DEAD;
+		cg->id = 0;
+	}
+}
+
+/* ops.cgroup_set_weight. */
+static __always_inline void cg_set_weight(struct cgroup *cgrp, u32 weight)
+{
+	struct wsched_cgroup *cg;
+	struct cg_link *l;
+	s32 slot = 0;
+
+	if (cgrp->level) {
+		if (!(l = bpf_cgrp_storage_get(&cg_links, cgrp, 0, 0)) || l->slot <= 0)
+			return;
+		slot = l->slot;
+	}
+	if ((cg = cg_at(slot)) && cg->id == cgrp->kn->id)
+		cg->weight = weight;
+}
+
+#endif /* __SCX_WSCHED_CGROUP_BPF_H */

@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * scx_wsched and cgroups: CPU time follows cpu.weight at every level of
+ * the hierarchy, a cgroup's many threads take no more than another's few,
+ * a weight changed or a task moved while the hogs run takes effect within
+ * a second, and nice values keep working inside a cgroup. The cgroups are
+ * made under /sys/fs/cgroup/scx_wsched_cg (the cpu controller enabled on
+ * the way), each test's own, removed at its end. Hogs are unpinned but for
+ * the nice test; shares are sums of the hogs' own CPU times over 4 s.
+ * Needs at least 4 CPUs (the lab guest of `make test-guest`).
+ */
+#include <sys/stat.h>
+
+#include "scx_wsched.h"
+#include "scx_wsched_util.h"
+#include "kselftest_harness.h"
+
+#define OUT_FILE "/tmp/scx_wsched_cgroup.out"
+#define ERR_FILE "/tmp/scx_wsched_cgroup.err"
+#define TOP_CG	 "/sys/fs/cgroup/scx_wsched_cg"
+#define TOL	 0.05	/* the shares hold within 5% */
+
+FIXTURE(cg) {
+	int nr_cpus;
+	struct wt_hogs hogs;
+	char made[8][128];	/* cgroups made, removed in reverse */
+	int nr_made;
+};
+
+/* Write @val to @dir/@file; 0 or -1. */
+static int cg_write(const char *dir, const char *file, const char *val)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	return wt_write_str(path, val);
+}
+
+/* Make @name under TOP_CG (a path below it), with @weight; its path. */
+static const char *cg_make(FIXTURE_DATA(cg) *self, const char *name, int weight)
+{
+	char *path = self->made[self->nr_made], w[16];
+
+	snprintf(path, sizeof(self->made[0]), "%s/%s", TOP_CG, name);
+	rmdir(path);
+	if (mkdir(path, 0755) && errno != EEXIST)
+		return NULL;
+	self->nr_made++;
+	snprintf(w, sizeof(w), "%d", weight);
+	if (cg_write(path, "cpu.weight", w))
+		return NULL;
+	return path;
+}
+
+/* Move hog @i into @cg. */
+static int cg_put(FIXTURE_DATA(cg) *self, const char *cg, int i)
+{
+	char pid[32];
+
+	snprintf(pid, sizeof(pid), "%d", self->hogs.pid[i]);
+	return cg_write(cg, "cgroup.procs", pid);
+}
+
+/* Start @n unpinned nice-0 hogs in @cg; the first one's index. */
+static int cg_hogs(FIXTURE_DATA(cg) *self, const char *cg, int n)
+{
+	int first = self->hogs.n, i, k;
+
+	for (i = 0; i < n; i++) {
+		k = wt_hog_start(&self->hogs, 0, NULL);
+		if (k < 0 || cg_put(self, cg, k))
+			return -1;
+	}
+	return first;
+}
+
+/* CPU time of hogs [@from, @to) between snapshots @a and @b, in s. */
+static double cpu_s(const unsigned long long *a, const unsigned long long *b, int from, int to)
+{
+	double s = 0;
+	int i;
+
+	for (i = from; i < to; i++)
+		s += (b[i] - a[i]) / 1e9;
+	return s;
+}
+
+/* Snapshots over @secs after a settling @warm. */
+static void measure(FIXTURE_DATA(cg) *self, double warm, double secs,
+		    unsigned long long *a, unsigned long long *b)
+{
+	wt_sleep(warm);
+	wt_hogs_snapshot(&self->hogs, a);
+	wt_sleep(secs);
+	wt_hogs_snapshot(&self->hogs, b);
+}
+
+static void expect_share(struct __test_metadata *_metadata, const char *what,
+			 double got, double want)
+{
+	double dev = (got - want) / want;
+
+	TH_LOG("%s: %.3f of the CPU time, want %.3f (%+.1f%%)", what, got, want, dev * 100);
+	EXPECT_GT(TOL, dev < 0 ? -dev : dev) TH_LOG("%s off its share by %.1f%%", what, dev * 100);
+}
+
+static int sched_ok(void)
+{
+	if (!wt_enabled())
+		return -100;
+	return wt_shared_alive() ? 0 : -101;
+}
+
+FIXTURE_SETUP(cg)
+{
+	const char *args[] = { "--stats", "1", "--json", NULL };
+
+	self->nr_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	self->nr_made = 0;
+	if (self->nr_cpus < 4)
+		SKIP(return, "needs at least 4 online CPUs, have %d", self->nr_cpus);
+	if (9 * self->nr_cpus > WT_MAX_HOGS)
+		SKIP(return, "needs 9 hogs per CPU, at most %d hogs", WT_MAX_HOGS);
+	ASSERT_EQ(0, wt_hogs_init(&self->hogs));
+	ASSERT_EQ(0, wt_write_str("/sys/fs/cgroup/cgroup.subtree_control", "+cpu"))
+		TH_LOG("cannot enable the cpu controller: %s", strerror(errno));
+	if (mkdir(TOP_CG, 0755) && errno != EEXIST)
+		ASSERT_TRUE(false) TH_LOG("cannot create %s: %s", TOP_CG, strerror(errno));
+	ASSERT_EQ(0, cg_write(TOP_CG, "cgroup.subtree_control", "+cpu"));
+	ASSERT_LT(0, wt_shared_start(args, OUT_FILE, ERR_FILE))
+		TH_LOG("scx_wsched did not become enabled (or another scheduler was loaded)");
+}
+
+FIXTURE_TEARDOWN(cg)
+{
+	wt_hogs_stop(&self->hogs);
+	while (self->nr_made > 0)
+		rmdir(self->made[--self->nr_made]);
+}
+
+/* Two sibling cgroups at weights 100 and 300, a hog per CPU each: 1:3. */
+TEST_F_TIMEOUT(cg, weights_share_siblings, 60)
+{
+	unsigned long long a[WT_MAX_HOGS], b[WT_MAX_HOGS];
+	const char *lo = cg_make(self, "lo", 100), *hi = cg_make(self, "hi", 300);
+	int n = self->nr_cpus;
+	double l, h;
+
+	ASSERT_TRUE(lo != NULL && hi != NULL);
+	ASSERT_EQ(0, cg_hogs(self, lo, n));
+	ASSERT_EQ(n, cg_hogs(self, hi, n));
+	measure(self, 1.0, 4.0, a, b);
+	l = cpu_s(a, b, 0, n);
+	h = cpu_s(a, b, n, 2 * n);
+	ASSERT_LT(0, l + h);
+	expect_share(_metadata, "weight 300", h / (l + h), 0.75);
+	EXPECT_EQ(0, sched_ok());
+}
+
+/* Equal weights, a hog per CPU against eight per CPU: equal CPU time. */
+TEST_F_TIMEOUT(cg, many_threads_take_no_more, 90)
+{
+	unsigned long long a[WT_MAX_HOGS], b[WT_MAX_HOGS];
+	const char *few = cg_make(self, "few", 100), *many = cg_make(self, "many", 100);
+	int n = self->nr_cpus;
+	double f, m;
+
+	ASSERT_TRUE(few != NULL && many != NULL);
+	ASSERT_EQ(0, cg_hogs(self, few, n));
+	ASSERT_EQ(n, cg_hogs(self, many, 8 * n));
+	measure(self, 1.0, 4.0, a, b);
+	f = cpu_s(a, b, 0, n);
+	m = cpu_s(a, b, n, 9 * n);
+	ASSERT_LT(0, f + m);
+	expect_share(_metadata, "eight hogs per CPU", m / (f + m), 0.5);
+	EXPECT_EQ(0, sched_ok());
+}
+
+/*
+ * Three levels: p (200) holding p1 (100) and p2 (300), beside q (100), a
+ * hog per CPU in each leaf: p1 gets 2/3 x 1/4, p2 2/3 x 3/4, q 1/3.
+ */
+TEST_F_TIMEOUT(cg, shares_multiply_down_the_tree, 60)
+{
+	unsigned long long a[WT_MAX_HOGS], b[WT_MAX_HOGS];
+	const char *p = cg_make(self, "p", 200), *p1, *p2, *q;
+	int n = self->nr_cpus;
+	double t1, t2, tq, all;
+
+	ASSERT_TRUE(p != NULL);
+	ASSERT_EQ(0, cg_write(p, "cgroup.subtree_control", "+cpu"));
+	p1 = cg_make(self, "p/p1", 100);
+	p2 = cg_make(self, "p/p2", 300);
+	q = cg_make(self, "q", 100);
+	ASSERT_TRUE(p1 != NULL && p2 != NULL && q != NULL);
+	ASSERT_EQ(0, cg_hogs(self, p1, n));
+	ASSERT_EQ(n, cg_hogs(self, p2, n));
+	ASSERT_EQ(2 * n, cg_hogs(self, q, n));
+	measure(self, 1.0, 4.0, a, b);
+	t1 = cpu_s(a, b, 0, n);
+	t2 = cpu_s(a, b, n, 2 * n);
+	tq = cpu_s(a, b, 2 * n, 3 * n);
+	all = t1 + t2 + tq;
+	ASSERT_LT(0, all);
+	expect_share(_metadata, "p/p1", t1 / all, 2.0 / 3 / 4);
+	expect_share(_metadata, "p/p2", t2 / all, 2.0 / 3 * 3 / 4);
+	expect_share(_metadata, "q", tq / all, 1.0 / 3);
+	EXPECT_EQ(0, sched_ok());
+}
+
+/*
+ * Changed while the hogs run: lo (100) and hi (300), then lo's weight set
+ * to 300, the new 1:1 measured from a second on; then half of hi's hogs
+ * moved into lo, still 1:1 by cgroup.
+ */
+TEST_F_TIMEOUT(cg, changes_take_effect_within_a_second, 90)
+{
+	unsigned long long a[WT_MAX_HOGS], b[WT_MAX_HOGS];
+	const char *lo = cg_make(self, "lo", 100), *hi = cg_make(self, "hi", 300);
+	int n = self->nr_cpus, i;
+	double l, h;
+
+	ASSERT_TRUE(lo != NULL && hi != NULL);
+	ASSERT_EQ(0, cg_hogs(self, lo, n));
+	ASSERT_EQ(n, cg_hogs(self, hi, 2 * n));
+	wt_sleep(1.0);
+	ASSERT_EQ(0, cg_write(lo, "cpu.weight", "300"));
+	measure(self, 1.0, 3.0, a, b);
+	l = cpu_s(a, b, 0, n);
+	h = cpu_s(a, b, n, 3 * n);
+	ASSERT_LT(0, l + h);
+	expect_share(_metadata, "after the weight change, lo", l / (l + h), 0.5);
+
+	/* hi's first n hogs to lo: lo 2n hogs, hi n; still 1:1 */
+	for (i = n; i < 2 * n; i++)
+		ASSERT_EQ(0, cg_put(self, lo, i));
+	measure(self, 1.0, 3.0, a, b);
+	l = cpu_s(a, b, 0, 2 * n);
+	h = cpu_s(a, b, 2 * n, 3 * n);
+	ASSERT_LT(0, l + h);
+	expect_share(_metadata, "after the move, lo", l / (l + h), 0.5);
+	EXPECT_EQ(0, sched_ok());
+}
+
+/*
+ * Inside a cgroup a nice 0 and a nice 5 hog sharing CPU 1 keep the
+ * kernel's weight ratio 1024/335 within 25% (as fairness_nice in the
+ * policy suite), beside another cgroup's hog on the same CPU.
+ */
+TEST_F_TIMEOUT(cg, nice_works_inside_a_cgroup, 60)
+{
+	unsigned long long a[WT_MAX_HOGS], b[WT_MAX_HOGS];
+	const char *in = cg_make(self, "in", 100), *other = cg_make(self, "other", 100);
+	const double want = 1024.0 / 335.0;
+	double ratio;
+	cpu_set_t cpu1;
+
+	ASSERT_TRUE(in != NULL && other != NULL);
+	CPU_ZERO(&cpu1);
+	CPU_SET(1, &cpu1);
+	ASSERT_EQ(0, wt_hog_start(&self->hogs, 0, &cpu1));
+	ASSERT_EQ(1, wt_hog_start(&self->hogs, 5, &cpu1));
+	ASSERT_EQ(2, wt_hog_start(&self->hogs, 0, &cpu1));
+	ASSERT_EQ(0, cg_put(self, in, 0));
+	ASSERT_EQ(0, cg_put(self, in, 1));
+	ASSERT_EQ(0, cg_put(self, other, 2));
+	measure(self, 1.0, 4.0, a, b);
+	ASSERT_LT(0ULL, b[1] - a[1]);
+	ratio = (double)(b[0] - a[0]) / (double)(b[1] - a[1]);
+	TH_LOG("nice 0: %.0f ms, nice 5: %.0f ms, ratio %.2f (kernel weights %.2f); other: %.0f ms",
+	       (b[0] - a[0]) / 1e6, (b[1] - a[1]) / 1e6, ratio, want, (b[2] - a[2]) / 1e6);
+	EXPECT_LT(want * 0.75, ratio);
+	EXPECT_GT(want * 1.25, ratio);
+	/* and the cgroup as a whole still gets half of the CPU */
+	expect_share(_metadata, "the cgroup with nice 0 and 5",
+		     cpu_s(a, b, 0, 2) / cpu_s(a, b, 0, 3), 0.5);
+	EXPECT_EQ(0, sched_ok());
+}
+
+/* Declared last, so run last: the loader the tests shared exits 0. */
+TEST_F(cg, shared_loader_stops_cleanly)
+{
+	EXPECT_EQ(0, wt_shared_stop());
+	EXPECT_TRUE(wt_wait_state(false, 10)) TH_LOG("still enabled after the loader exited");
+	rmdir(TOP_CG);
+}
+
+WT_TEST_HARNESS_MAIN
