@@ -26,12 +26,13 @@
  *   scx_wsched_cgroup.bpf.h    cpu.weight: each cgroup's share factor
  *   scx_wsched_vtime.bpf.h     fairness: vtime, its bounds, placement
  *   scx_wsched_steal.bpf.h     idle and balance stealing, thief kicks
+ *   scx_wsched_quota.bpf.h     cpu.max: throttling, parked tasks, the timer
  *   scx_wsched_slice.bpf.h     slice cuts, the run-end timer
  *   scx_wsched_preempt.bpf.h   wakeup preemption and its rate bound
  *   scx_wsched_yield.bpf.h     sched_yield(), yield_to(), their targets
  *   scx_wsched_worker.bpf.h    thieves and workers of registered processes
  *
- * Not done: cpu.max and cpu.idle, NUMA beyond LLCs, CPU hotplug in BPF (without
+ * Not done: cpu.idle, NUMA beyond LLCs, CPU hotplug in BPF (without
  * ops.cpu_online/offline the kernel ejects the scheduler with a restart
  * request, and the loader loads it again; so no deque is ever left with an
  * offline owner).
@@ -49,6 +50,7 @@
 #include "scx_wsched_cgroup.bpf.h"
 #include "scx_wsched_vtime.bpf.h"
 #include "scx_wsched_steal.bpf.h"
+#include "scx_wsched_quota.bpf.h"
 #include "scx_wsched_slice.bpf.h"
 #include "scx_wsched_preempt.bpf.h"
 #include "scx_wsched_yield.bpf.h"
@@ -110,7 +112,7 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
 		STAT_INC(nr_wake_sync_local);
 		return cpu;
 	}
-	if (is_idle) {
+	if (is_idle && cg_throttled(cg_task_slot(p)) < 0) {
 		wake_credit(p, cpu, NULL, false);	/* ops.enqueue is skipped */
 		scx_bpf_dsq_insert(p, WS_DSQ_LOCAL, slice_ns, 0);
 		STAT_INC(nr_direct_dispatch);
@@ -130,6 +132,17 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 	if (cpu < 0 || (u32)cpu >= nr_cpus) {
 		scx_bpf_error("%s[%d] on CPU %d outside the %u known CPUs",
 			      p->comm, p->pid, cpu, nr_cpus);
+		return;
+	}
+
+	if (cg_park(p, enq_flags))
+		return;
+	/*
+	 * Nothing else to run and prev's slice over (SCX_OPS_ENQ_LAST, there
+	 * for the throttled cgroups' tasks, parked above): it runs on.
+	 */
+	if (enq_flags & WS_ENQ_LAST) {
+		scx_bpf_dsq_insert(p, WS_DSQ_LOCAL, run_slice(hint_state(p)), enq_flags);
 		return;
 	}
 
@@ -217,7 +230,9 @@ void BPF_STRUCT_OPS(wsched_dispatch, s32 cpu, struct task_struct *prev)
 	if (dispatch_yield_target(cpu, prev) || dispatch_worker_target(cpu, prev))
 		return;
 
-	if (prev && (prev->scx.flags & WS_TASK_QUEUED)) {
+	/* a throttled cgroup's prev stops (ops.enqueue parks it): the CPU
+	 * dispatches as if prev had slept */
+	if (prev && (prev->scx.flags & WS_TASK_QUEUED) && cg_throttled(cg_task_slot(prev)) < 0) {
 		/*
 		 * prev used up its slice and is not on the deque yet: it
 		 * competes with the deque's head by vtime, or weights would
@@ -282,9 +297,12 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
 	s32 cpu = task_cpu_of(p), waiting, thief;
 	u64 cut;
 
-	wsched_hint_tick(p);	/* a grace for a critical section, first */
 	if (cpu < 0 || (u32)cpu >= nr_cpus)
 		return;
+	/* a throttled cgroup's task stops at once, grace or not */
+	if (cg_tick(p, cpu))
+		return;
+	wsched_hint_tick(p);	/* a grace for a critical section, first */
 	tick_gap_learn();
 	waiting = scx_bpf_dsq_nr_queued(cpu);
 	if (waiting <= 0)
@@ -384,7 +402,9 @@ void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
 	s32 cpu = task_cpu_of(p);
 
 	cpu_ctx(cpu)->cur_sum = p->se.sum_exec_runtime;
-	cpu_ctx(cpu)->cur_factor = cg_task_factor(p);
+	cpu_ctx(cpu)->cur_slot = cg_task_slot(p);
+	cpu_ctx(cpu)->cur_factor = cg_slot_factor(cpu_ctx(cpu)->cur_slot);
+	cpu_ctx(cpu)->cur_charged = p->se.sum_exec_runtime;
 	if (cpu_ctx(cpu)->wake_kicked)
 		cpu_ctx(cpu)->wake_kicked = 0;
 	if (hints_live())
@@ -409,6 +429,8 @@ void BPF_STRUCT_OPS(wsched_stopping, struct task_struct *p, bool runnable)
 		return;
 	cpu_ctx(cpu)->cur_pid = 0;
 	cpu_ctx(cpu)->cur_tgid = 0;
+	if (sum > cpu_ctx(cpu)->cur_charged)
+		cg_consume(cpu_ctx(cpu)->cur_slot, sum - cpu_ctx(cpu)->cur_charged);
 	ran = sum - cpu_ctx(cpu)->cur_sum;
 	if ((s64)ran <= 0)
 		return;
@@ -433,7 +455,7 @@ void BPF_STRUCT_OPS(wsched_quiescent, struct task_struct *p, u64 deq_flags)
 s32 BPF_STRUCT_OPS_SLEEPABLE(wsched_cgroup_init, struct cgroup *cgrp,
 			     struct scx_cgroup_init_args *args)
 {
-	cg_init(cgrp, args->weight);
+	cg_init(cgrp, args->weight, args->bw_period_us, args->bw_quota_us, args->bw_burst_us);
 	return 0;
 }
 
@@ -445,6 +467,12 @@ void BPF_STRUCT_OPS(wsched_cgroup_exit, struct cgroup *cgrp)
 void BPF_STRUCT_OPS(wsched_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
 {
 	cg_set_weight(cgrp, weight);
+}
+
+void BPF_STRUCT_OPS(wsched_cgroup_set_bandwidth, struct cgroup *cgrp, u64 period_us,
+		    u64 quota_us, u64 burst_us)
+{
+	cg_set_bandwidth(cgrp, period_us, quota_us, burst_us);
 }
 
 void BPF_STRUCT_OPS(wsched_enable, struct task_struct *p)
@@ -497,6 +525,8 @@ SCX_OPS_DEFINE(wsched_ops,
 	       .cgroup_init	= (void *)wsched_cgroup_init,
 	       .cgroup_exit	= (void *)wsched_cgroup_exit,
 	       .cgroup_set_weight	= (void *)wsched_cgroup_set_weight,
+	       .cgroup_set_bandwidth	= (void *)wsched_cgroup_set_bandwidth,
+	       .flags		= SCX_OPS_ENQ_LAST,
 	       .enable		= (void *)wsched_enable,
 	       .init		= (void *)wsched_init,
 	       .exit		= (void *)wsched_exit,

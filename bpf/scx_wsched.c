@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <scx/common.h>
 #include <wsched/hint.h>	/* before the skeleton, which uses its types */
@@ -724,6 +725,55 @@ static int check_loadable(const char *scx_sysfs)
 	return EX_OK;
 }
 
+/* Whether the running kernel's struct sched_ext_ops has @member (-1: no
+ * kernel BTF to tell). */
+static int kernel_ops_has(const char *member)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	const struct btf_member *m;
+	const struct btf_type *t;
+	int id, i, found = 0;
+
+	if (!btf)
+		return -1;
+	id = btf__find_by_name_kind(btf, "sched_ext_ops", BTF_KIND_STRUCT);
+	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	for (i = 0, m = t ? btf_members(t) : NULL; t && i < btf_vlen(t); i++, m++)
+		if (!strcmp(btf__name_by_offset(btf, m->name_off), member))
+			found = 1;
+	btf__free(btf);
+	return found;
+}
+
+/*
+ * The cgroup ops the kernel lacks are left out of the ops table (libbpf
+ * refuses a member the kernel does not know), said once: without
+ * ops.cgroup_init (no CONFIG_EXT_GROUP_SCHED) no cgroup limit is seen,
+ * without ops.cgroup_set_bandwidth (before 6.17) cpu.max is not.
+ */
+static void configure_cgroups(struct scx_wsched *skel)
+{
+	typeof(skel->struct_ops.wsched_ops) ops = skel->struct_ops.wsched_ops;
+	static bool said;
+
+	if (!kernel_ops_has("cgroup_init")) {
+		ops->cgroup_init = NULL;
+		ops->cgroup_exit = NULL;
+		ops->cgroup_set_weight = NULL;
+		ops->cgroup_set_bandwidth = NULL;
+		if (!said)
+			fprintf(stderr, "%s: this kernel has no sched_ext cgroup support "
+				"(CONFIG_EXT_GROUP_SCHED): cpu.weight and cpu.max are not enforced\n",
+				prog);
+	} else if (!kernel_ops_has("cgroup_set_bandwidth")) {
+		ops->cgroup_set_bandwidth = NULL;
+		if (!said)
+			fprintf(stderr, "%s: this kernel has no ops.cgroup_set_bandwidth (6.17 and "
+				"later): cpu.max is not enforced\n", prog);
+	}
+	said = true;
+}
+
 /* Set the tunables and the topology in the opened object, before its load.
  * Returns the number of LLCs. */
 static int configure(struct scx_wsched *skel, const struct opts *o, int nr_cpus)
@@ -749,6 +799,7 @@ static int configure(struct scx_wsched *skel, const struct opts *o, int nr_cpus)
 	 * (no such file) counts as SMT: select_cpu's shortcut stays off. */
 	skel->rodata->smt_active = read_long("/sys/devices/system/cpu/smt/active") != 0;
 	nr_llcs = setup_topology(skel, nr_cpus);
+	configure_cgroups(skel);
 	UEI_SET_SIZE(skel, wsched_ops, uei);
 	return nr_llcs;
 }

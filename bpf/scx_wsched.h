@@ -46,7 +46,16 @@ struct wsched_cgroup {
 	__u64 own;		/* summed weight of its own runnable tasks (last refresh) */
 	__u64 sum;		/* own + the weights of its children with runnable work */
 	__u32 active;		/* it or a descendant had runnable tasks (last refresh) */
-	__u32 pad;
+	__u32 limited;		/* it or an ancestor has a cpu.max quota */
+	/* cpu.max and cpu.max.burst (quota_ns 0: max) */
+	__u64 period_ns;
+	__u64 quota_ns;
+	__u64 burst_ns;
+	__s64 budget;		/* CPU time left in this period; below 0: overrun */
+	__u64 period_end;
+	__u64 throttled_at;	/* when its quota ran out; 0: not throttled */
+	__u64 throttled_ns;	/* time spent throttled, ended throttles */
+	__u64 nr_throttled;	/* times its quota ran out */
 };
 
 /* Tunable ranges (the loader refuses values outside them). */
@@ -116,7 +125,9 @@ struct wsched_cgroup {
 	X(nr_migrate_placed)	/* a task the kernel moved between CPUs lost its lag against its new CPU's */ \
 	X(nr_wake_rate_bound)	/* a wakeup preemption waited for its CPU's rate bound (kick_wait()) */ \
 	X(nr_cgroups_flattened)	/* cgroups scheduled as part of their parent: no slot or too deep */ \
-	X(nr_cg_refreshes)	/* recomputations of the cgroups' shares (cg_refresh()) */
+	X(nr_cg_refreshes)	/* recomputations of the cgroups' shares (cg_refresh()) */ \
+	X(nr_cg_parked)		/* a task of a throttled cgroup queued to wait for its next period */ \
+	X(nr_cg_released)	/* ... moved back to its CPU's deque when the period came */
 
 struct wsched_stats {
 #define WSCHED_STAT_FIELD(name) __u64 name;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * scx_wsched cgroups: cpu.weight, flattened. Every cgroup with the cpu
- * controller (the root included) has a slot in wsched_cgroups; a timer
- * (cg_refresh(), every CG_PERIOD_NS while more than one cgroup has work)
- * computes from the runnable tasks' weights, which ops.runnable and
+ * scx_wsched cgroups: cpu.weight, flattened, and the state of cpu.max. Every cgroup with the cpu
+ * controller (the root included) has a slot in wsched_cgroups; the share
+ * timer (in scx_wsched_quota.bpf.h: cg_refresh() every CG_PERIOD_NS while
+ * more than one cgroup has work or a quota exists) computes from the runnable tasks' weights, which ops.runnable and
  * ops.quiescent count per cgroup and CPU, each cgroup's share of the
  * machine as under the kernel's group scheduling: at every level, a
  * cgroup with runnable work shares its parent's share with its siblings
@@ -32,6 +32,9 @@
  * counted nowhere and charged at the root's factor, and a freed slot is
  * taken again only after every other (cg_next goes round), with its
  * counts zeroed.
+ *
+ * cpu.max is kept here as state (the budget, the throttle: cg_consume(),
+ * cg_throttled()), which the ops and the quota fragment act on.
  */
 #ifndef __SCX_WSCHED_CGROUP_BPF_H
 #define __SCX_WSCHED_CGROUP_BPF_H
@@ -78,20 +81,13 @@ struct {
 	__type(value, struct cg_link);
 } cg_links SEC(".maps");
 
-struct cg_timer {
-	struct bpf_timer timer;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct cg_timer);
-} cg_timers SEC(".maps");
-
 static u32 cg_slots_end;	/* every slot in use is below it */
 static u32 cg_next = 1;		/* where the search for a free slot starts */
 static u32 cg_max_level;	/* the deepest level with a slot */
+static u32 cg_quotas;		/* slots with a cpu.max quota */
+
+/* The deque where the tasks of throttled cgroup @slot wait. */
+#define CG_DSQ(slot)		((1ULL << 32) + (u32)(slot))
 
 static __always_inline struct wsched_cgroup *cg_at(s32 slot)
 {
@@ -118,15 +114,20 @@ static __always_inline s32 cg_task_slot(struct task_struct *p)
 	return l ? l->slot : CG_DEAD;
 }
 
-/* The factor a run of @p is charged by: its cgroup's, 1 where it has none. */
-static __always_inline u32 cg_task_factor(struct task_struct *p)
+/* The factor a run in @slot is charged by, 1 where there is none. */
+static __always_inline u32 cg_slot_factor(s32 slot)
 {
 	struct wsched_cgroup *cg;
-	s32 slot = cg_task_slot(p);
 
 	if (slot < 0 || !(cg = cg_at(slot)) || !cg->factor)
 		return CG_FX_ONE;
 	return cg->factor;
+}
+
+/* ... of @p: its cgroup's. */
+static __always_inline u32 cg_task_factor(struct task_struct *p)
+{
+	return cg_slot_factor(cg_task_slot(p));
 }
 
 /* @vt, a run's vtime at weight 100/weight, at the share factor @factor. */
@@ -230,9 +231,10 @@ __noinline int cg_pass_down(u32 s, u32 level)
 {
 	struct wsched_cgroup *cg = cg_at(s), *pc;
 
-	if (!s || !cg || !cg->id || cg->level != level || !cg->active)
+	if (!s || !cg || !cg->id || cg->level != level || !(pc = cg_at(cg->parent)))
 		return 0;
-	if (!(pc = cg_at(cg->parent)) || !pc->sum)
+	cg->limited = cg->quota_ns || pc->limited;
+	if (!cg->active || !pc->sum)
 		return 0;
 	cg->hw = pc->hw * cg->weight / pc->sum;
 	if (cg->own)
@@ -271,32 +273,6 @@ static __always_inline u32 cg_refresh(void)
 	return nr_own;
 }
 
-static int cg_timer_fire(void *map, int *key, struct cg_timer *t)
-{
-	u64 period = CG_PERIOD_IDLE_NS;
-
-	if (cg_slots_end > 1 && cg_refresh() > 1)
-		period = CG_PERIOD_NS;
-	bpf_timer_start(&t->timer, period, 0);
-	return 0;
-}
-
-static __always_inline s32 cg_timer_init(void)
-{
-	struct cg_timer *t;
-	u32 zero = 0;
-	s32 ret;
-
-	if (!(t = bpf_map_lookup_elem(&cg_timers, &zero)))
-		return -ENOENT;
-	ret = bpf_timer_init(&t->timer, &cg_timers, CLOCK_MONOTONIC);
-	if (!ret)
-		ret = bpf_timer_set_callback(&t->timer, cg_timer_fire);
-	if (!ret)
-		ret = bpf_timer_start(&t->timer, CG_PERIOD_IDLE_NS, 0);
-	return ret;
-}
-
 /* A free slot, searched from cg_next on, or -1. */
 static __always_inline s32 cg_slot_take(void)
 {
@@ -319,7 +295,11 @@ static __always_inline s32 cg_slot_take(void)
  * slot and scheduled as part of it. Never fails: a failure would refuse
  * the cgroup's creation, or the scheduler's load.
  */
-static __always_inline void cg_init(struct cgroup *cgrp, u32 weight)
+static __always_inline void cg_set_quota(struct wsched_cgroup *cg, u64 period_us, u64 quota_us,
+					 u64 burst_us);
+
+static __always_inline void cg_init(struct cgroup *cgrp, u32 weight, u64 period_us,
+				    u64 quota_us, u64 burst_us)
 {
 	struct wsched_cgroup *cg;
 	struct cg_link *l, *pl;
@@ -362,14 +342,22 @@ static __always_inline void cg_init(struct cgroup *cgrp, u32 weight)
 		if (nr)
 			*nr = 0;
 	}
+	if (scx_bpf_create_dsq(CG_DSQ(slot), -1)) {
+		l->slot = pslot;
+		STAT_INC(nr_cgroups_flattened);
+		return;
+	}
+	__builtin_memset(cg, 0, sizeof(*cg));
 	cg->parent = pslot;
 	cg->level = level;
 	cg->weight = weight;
 	cg->factor = CG_FX_ONE;
-	cg->hw = 0;
-	cg->own = 0;
-	cg->sum = 0;
-	cg->active = 0;
+	if (pslot > 0) {
+		struct wsched_cgroup *pc = cg_at(pslot);
+
+		cg->limited = pc && pc->limited;
+	}
+	cg_set_quota(cg, period_us, quota_us, burst_us);
 	if (level > cg_max_level)
 		cg_max_level = level;
 	if ((u32)slot >= cg_slots_end)
@@ -391,13 +379,16 @@ static __always_inline void cg_exit(struct cgroup *cgrp)
 	if (!cgrp->level || !(l = bpf_cgrp_storage_get(&cg_links, cgrp, 0, 0)))
 		return;
 	if (l->slot > 0 && (cg = cg_at(l->slot)) && cg->id == cgrp->kn->id) {
+		scx_bpf_destroy_dsq(CG_DSQ(l->slot));
 		l->slot = CG_DEAD;
+		if (cg->quota_ns && cg_quotas)
+			cg_quotas--;
 		cg->id = 0;
 	}
 }
 
-/* ops.cgroup_set_weight. */
-static __always_inline void cg_set_weight(struct cgroup *cgrp, u32 weight)
+/* The slot @cgrp owns (not one it is flattened into), or NULL. */
+static __always_inline struct wsched_cgroup *cg_own_slot(struct cgroup *cgrp)
 {
 	struct wsched_cgroup *cg;
 	struct cg_link *l;
@@ -405,11 +396,103 @@ static __always_inline void cg_set_weight(struct cgroup *cgrp, u32 weight)
 
 	if (cgrp->level) {
 		if (!(l = bpf_cgrp_storage_get(&cg_links, cgrp, 0, 0)) || l->slot <= 0)
-			return;
+			return NULL;
 		slot = l->slot;
 	}
-	if ((cg = cg_at(slot)) && cg->id == cgrp->kn->id)
+	cg = cg_at(slot);
+	return cg && cg->id == cgrp->kn->id ? cg : NULL;
+}
+
+/* ops.cgroup_set_weight. */
+static __always_inline void cg_set_weight(struct cgroup *cgrp, u32 weight)
+{
+	struct wsched_cgroup *cg = cg_own_slot(cgrp);
+
+	if (cg)
 		cg->weight = weight;
+}
+
+/*
+ * cpu.max "max" comes as a quota of ~0 (RUNTIME_INF); anything past a day
+ * a period is as good as none. The burst is what may be saved from idle
+ * periods on top of a period's quota, as the kernel documents it.
+ */
+#define CG_QUOTA_NONE_US	(86400ULL * 1000 * 1000)
+
+static __always_inline void cg_set_quota(struct wsched_cgroup *cg, u64 period_us, u64 quota_us,
+					 u64 burst_us)
+{
+	bool had = cg->quota_ns;
+
+	if (!period_us || quota_us >= CG_QUOTA_NONE_US) {
+		cg->quota_ns = 0;
+		if (had && cg_quotas)
+			cg_quotas--;
+		return;
+	}
+	cg->period_ns = period_us * 1000;
+	cg->quota_ns = quota_us * 1000;
+	cg->burst_ns = burst_us < CG_QUOTA_NONE_US ? burst_us * 1000 : 0;
+	if (!had) {
+		cg->budget = cg->quota_ns;
+		cg->period_end = scx_bpf_now() + cg->period_ns;
+		cg->limited = 1;
+		cg_quotas++;
+	}
+}
+
+/* ops.cgroup_set_bandwidth (the kernels that have it: 6.17 and later). */
+static __always_inline void cg_set_bandwidth(struct cgroup *cgrp, u64 period_us, u64 quota_us,
+					     u64 burst_us)
+{
+	struct wsched_cgroup *cg = cg_own_slot(cgrp);
+
+	if (cgrp->level && cg)
+		cg_set_quota(cg, period_us, quota_us, burst_us);
+}
+
+/*
+ * The outermost throttled cgroup on the path of @slot (a task's), or -1:
+ * the task must wait for that cgroup's next period. Without a quota
+ * anywhere, no lookup.
+ */
+static __always_inline s32 cg_throttled(s32 slot)
+{
+	struct wsched_cgroup *cg;
+	s32 found = -1;
+	u32 i;
+
+	if (!cg_quotas || slot <= 0 || !(cg = cg_at(slot)) || !cg->limited)
+		return -1;
+	bpf_for(i, 0, WSCHED_MAX_CG_LEVEL + 1) {
+		if (slot <= 0 || !(cg = cg_at(slot)))
+			break;
+		if (cg->throttled_at)
+			found = slot;
+		slot = cg->parent;
+	}
+	return found;
+}
+
+/* Charges @ran ns of CPU time to every quota on @slot's path, and throttles
+ * the cgroups whose budget it used up (atomically: every CPU charges). */
+static __always_inline void cg_consume(s32 slot, u64 ran)
+{
+	struct wsched_cgroup *cg;
+	u32 i;
+
+	if (!cg_quotas || !ran || slot <= 0 || !(cg = cg_at(slot)) || !cg->limited)
+		return;
+	bpf_for(i, 0, WSCHED_MAX_CG_LEVEL + 1) {
+		if (slot <= 0 || !(cg = cg_at(slot)))
+			break;
+		if (cg->quota_ns &&
+		    __sync_fetch_and_add(&cg->budget, -(s64)ran) <= (s64)ran && !cg->throttled_at) {
+			cg->throttled_at = scx_bpf_now() ?: 1;
+			cg->nr_throttled++;
+		}
+		slot = cg->parent;
+	}
 }
 
 #endif /* __SCX_WSCHED_CGROUP_BPF_H */

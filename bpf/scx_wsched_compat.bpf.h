@@ -28,6 +28,7 @@
 #undef SCX_KICK_PREEMPT
 #undef SCX_WAKE_SYNC
 #undef SCX_ENQ_WAKEUP
+#undef SCX_ENQ_LAST
 #define WS_DSQ_LOCAL	bpf_core_enum_value(enum scx_dsq_id_flags, SCX_DSQ_LOCAL)
 #define WS_KICK_IDLE	bpf_core_enum_value(enum scx_kick_flags, SCX_KICK_IDLE)
 #define WS_KICK_PREEMPT	bpf_core_enum_value(enum scx_kick_flags, SCX_KICK_PREEMPT)
@@ -35,6 +36,7 @@
 #define WS_DSQ_ITER_REV	bpf_core_enum_value(enum scx_dsq_iter_flags, SCX_DSQ_ITER_REV)
 #define WS_WAKE_SYNC	bpf_core_enum_value(enum scx_wake_flags, SCX_WAKE_SYNC)
 #define WS_ENQ_WAKEUP	bpf_core_enum_value(enum scx_enq_flags, SCX_ENQ_WAKEUP)
+#define WS_ENQ_LAST	bpf_core_enum_value(enum scx_enq_flags, SCX_ENQ_LAST)
 #undef SCX_RQ_IN_DISPATCH
 #undef SCX_RQ_IN_BALANCE
 /* The name of the rq's "inside a dispatch" flag before 6.18 (CO-RE matches

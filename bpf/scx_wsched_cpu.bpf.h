@@ -84,6 +84,8 @@ struct queued_worker {
  * cur_factor     ops.running            ops.stopping,         none: read for the run
  *                                       current_vtime(),      that set it
  *                                       wake_preempt()
+ * cur_slot       ops.running            ops.tick,             none: read for the run
+ * cur_charged    ops.running, ops.tick  ops.stopping          that set it
  * root_runnable  ops.runnable and       cg_refresh() (the     one refresh's shares
  *                ops.quiescent, under   cgroup timer)         from a count a wakeup
  *                this CPU's rq lock                           old
@@ -126,6 +128,8 @@ struct ws_cpu {
 	u64 cur_start;		/* scx_bpf_now() at its start, while hints are live */
 	u64 cur_sum;		/* its se.sum_exec_runtime then */
 	u32 cur_factor;		/* its cgroup's share factor then (cg_task_factor()) */
+	s32 cur_slot;		/* its cgroup's slot (cg_task_slot()) */
+	u64 cur_charged;	/* its se.sum_exec_runtime last charged to quotas */
 	s64 root_runnable;	/* summed weight of root-cgroup tasks runnable here */
 
 	/* Written by other CPUs' kicks, yields and enqueues. */

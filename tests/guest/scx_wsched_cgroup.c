@@ -3,7 +3,8 @@
  * scx_wsched and cgroups: CPU time follows cpu.weight at every level of
  * the hierarchy, a cgroup's many threads take no more than another's few,
  * a weight changed or a task moved while the hogs run takes effect within
- * a second, and nice values keep working inside a cgroup. The cgroups are
+ * a second, nice values keep working inside a cgroup, and cpu.max holds
+ * (for a subtree too) while an unlimited sibling takes the CPUs left. The cgroups are
  * made under /sys/fs/cgroup/scx_wsched_cg (the cpu controller enabled on
  * the way), each test's own, removed at its end. Hogs are unpinned but for
  * the nice test; shares are sums of the hogs' own CPU times over 4 s.
@@ -83,6 +84,14 @@ static double cpu_s(const unsigned long long *a, const unsigned long long *b, in
 	for (i = from; i < to; i++)
 		s += (b[i] - a[i]) / 1e9;
 	return s;
+}
+
+static long long now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
 /* Snapshots over @secs after a settling @warm. */
@@ -274,6 +283,84 @@ TEST_F_TIMEOUT(cg, nice_works_inside_a_cgroup, 60)
 	/* and the cgroup as a whole still gets half of the CPU */
 	expect_share(_metadata, "the cgroup with nice 0 and 5",
 		     cpu_s(a, b, 0, 2) / cpu_s(a, b, 0, 3), 0.5);
+	EXPECT_EQ(0, sched_ok());
+}
+
+/*
+ * cpu.max @max with 2 x nr_cpus hogs in it beside nr_cpus free hogs in an
+ * unlimited sibling of weight 100: the limited cgroup's CPU time over 5 s
+ * is @want CPUs within 5%, and the sibling takes the rest (no CPU idles
+ * while it could run): together at least 90% of every CPU. The limited
+ * one's @weight gives it a share above its quota: the quota binds.
+ */
+static void quota_holds(struct __test_metadata *_metadata, FIXTURE_DATA(cg) *self,
+			const char *max, int weight, double want)
+{
+	unsigned long long a[WT_MAX_HOGS], b[WT_MAX_HOGS];
+	const char *lim = cg_make(self, "lim", weight), *free = cg_make(self, "free", 100);
+	int n = self->nr_cpus;
+	long long t0, t1;
+	double l, f, wall;
+
+	ASSERT_TRUE(lim != NULL && free != NULL);
+	ASSERT_EQ(0, cg_write(lim, "cpu.max", max)) TH_LOG("cpu.max %s: %s", max, strerror(errno));
+	ASSERT_EQ(0, cg_hogs(self, lim, 2 * n));
+	ASSERT_EQ(2 * n, cg_hogs(self, free, n));
+	wt_sleep(1.0);
+	t0 = now_ns();
+	wt_hogs_snapshot(&self->hogs, a);
+	wt_sleep(5.0);
+	wt_hogs_snapshot(&self->hogs, b);
+	t1 = now_ns();
+	wall = (t1 - t0) / 1e9;
+	l = cpu_s(a, b, 0, 2 * n) / wall;
+	f = cpu_s(a, b, 2 * n, 3 * n) / wall;
+	TH_LOG("cpu.max %s: %.3f CPUs (want %.2f), the free sibling %.3f CPUs of %d",
+	       max, l, want, f, n);
+	EXPECT_GT(TOL, (l - want) / want < 0 ? (want - l) / want : (l - want) / want)
+		TH_LOG("the limited cgroup used %.3f CPUs, not %.2f", l, want);
+	EXPECT_LT(0.9 * n, l + f) TH_LOG("CPUs idled while the free sibling could run");
+	EXPECT_EQ(0, sched_ok());
+}
+
+TEST_F_TIMEOUT(cg, quota_half_a_cpu, 60)
+{
+	quota_holds(_metadata, self, "50000 100000", 100, 0.5);
+}
+
+TEST_F_TIMEOUT(cg, quota_two_cpus, 60)
+{
+	quota_holds(_metadata, self, "200000 100000", 300, 2.0);
+}
+
+/* A parent's cpu.max holds for its subtree: one CPU for two children with
+ * a hog per CPU each, split by their weights 100 and 300. */
+TEST_F_TIMEOUT(cg, quota_of_a_parent_holds_for_its_children, 60)
+{
+	unsigned long long a[WT_MAX_HOGS], b[WT_MAX_HOGS];
+	const char *top = cg_make(self, "top", 100), *c1, *c2;
+	int n = self->nr_cpus;
+	long long t0;
+	double wall, u1, u2;
+
+	ASSERT_TRUE(top != NULL);
+	ASSERT_EQ(0, cg_write(top, "cgroup.subtree_control", "+cpu"));
+	ASSERT_EQ(0, cg_write(top, "cpu.max", "100000 100000"));
+	c1 = cg_make(self, "top/c1", 100);
+	c2 = cg_make(self, "top/c2", 300);
+	ASSERT_TRUE(c1 != NULL && c2 != NULL);
+	ASSERT_EQ(0, cg_hogs(self, c1, n));
+	ASSERT_EQ(n, cg_hogs(self, c2, n));
+	wt_sleep(1.0);
+	t0 = now_ns();
+	wt_hogs_snapshot(&self->hogs, a);
+	wt_sleep(5.0);
+	wt_hogs_snapshot(&self->hogs, b);
+	wall = (now_ns() - t0) / 1e9;
+	u1 = cpu_s(a, b, 0, n) / wall;
+	u2 = cpu_s(a, b, n, 2 * n) / wall;
+	expect_share(_metadata, "the subtree's CPUs (of 1)", u1 + u2, 1.0);
+	expect_share(_metadata, "its weight-300 child", u2 / (u1 + u2), 0.75);
 	EXPECT_EQ(0, sched_ok());
 }
 

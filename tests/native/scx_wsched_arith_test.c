@@ -32,6 +32,7 @@ static __always_inline bool hint_registered(struct task_struct *p)
 #include "scx_wsched_steal.bpf.h"
 #include "scx_wsched_slice.bpf.h"
 #include "scx_wsched_preempt.bpf.h"
+#include "scx_wsched_quota.bpf.h"
 
 #include "kselftest_harness.h"
 
@@ -46,6 +47,7 @@ s32 shim_this_cpu;
 struct task_struct *shim_current;
 unsigned int shim_nr_kicks;
 s32 shim_last_kick_cpu = -1;
+u64 shim_parked_dsq;
 u64 shim_last_kick_flags;
 /* Defining it makes the preempt count "exist" (bpf_ksym_exists()). */
 int __preempt_count;
@@ -801,7 +803,7 @@ static struct cgroup *cgroup_make(int i, struct cgroup *parent, u32 weight)
 	c->kn = &cg_kn[i];
 	c->parent = parent;
 	c->level = parent ? parent->level + 1 : 0;
-	cg_init(c, weight);
+	cg_init(c, weight, 100000, ~0ULL, 0);
 	return c;
 }
 
@@ -969,6 +971,59 @@ TEST(cgroup_removed_frees_its_slot_and_counts)
 	EXPECT_EQ(0, cg_own(slot));
 }
 
+/*
+ * cpu.max 40 ms per 100 ms with a 40 ms burst: idle periods save up to
+ * quota + burst; a run past the budget throttles the cgroup, a task then
+ * enqueued is parked in its deque, and a debt is paid from the next
+ * periods (down to one quota), so the cgroup runs again only once a
+ * period leaves it budget.
+ */
+TEST(quota_budget_burst_debt_and_throttle)
+{
+	struct cgroup *root, *a;
+	struct wsched_cgroup *cg;
+	struct task_struct t = task(55, 0);
+	u64 q = 40 * MS;
+	s32 slot;
+	int i;
+
+	machine_reset();
+	root = cgroup_make(0, NULL, 100);
+	a = cgroup_make(1, root, 100);
+	slot = ((struct cg_link *)a->storage)->slot;
+	cg = cg_at(slot);
+	cg_set_bandwidth(a, 100000, 40000, 40000);
+	EXPECT_EQ(1, cg_quotas);
+	EXPECT_EQ((s64)q, cg->budget);
+	for (i = 1; i <= 3; i++) {	/* idle periods */
+		shim_now = cg->period_end;
+		cg_quota_refresh();
+	}
+	EXPECT_EQ((s64)(2 * q), cg->budget) TH_LOG("saved beyond quota + burst");
+	cg_consume(slot, 2 * q - 1);
+	EXPECT_EQ(0, cg->throttled_at);
+	cg_consume(slot, 5 * q);	/* a long run charged at its stop */
+	EXPECT_NE(0, cg->throttled_at);
+	cg_tg[1].css.cgroup = a;
+	t.sched_task_group = &cg_tg[1];
+	EXPECT_TRUE(cg_park(&t, 0));
+	EXPECT_EQ(CG_DSQ(slot), shim_parked_dsq);
+	shim_now = cg->period_end;	/* debt -5q is cut to -q, then +q: 0 */
+	cg_quota_refresh();
+	EXPECT_EQ(0, cg->budget);
+	EXPECT_NE(0, cg->throttled_at) TH_LOG("unthrottled without budget");
+	shim_now = cg->period_end + 10 * US;
+	cg_quota_refresh();
+	EXPECT_EQ((s64)q, cg->budget);
+	EXPECT_EQ(0, cg->throttled_at);
+	EXPECT_EQ(200 * MS + 10 * US, cg->throttled_ns) TH_LOG("throttled time");
+	EXPECT_FALSE(cg_park(&t, 0));
+	/* cpu.max back to max: no quota, nothing limited at the next refresh */
+	cg_set_bandwidth(a, 100000, ~0ULL, 0);
+	EXPECT_EQ(0, cg_quotas);
+	EXPECT_FALSE(cg_park(&t, 0));
+}
+
 /* Too deep: scheduled as part of the deepest ancestor with a slot. */
 TEST(cgroup_too_deep_is_flattened_into_its_parent)
 {
@@ -989,7 +1044,7 @@ TEST(cgroup_too_deep_is_flattened_into_its_parent)
 		deep.kn = &kn;
 		deep.parent = c;
 		deep.level = WSCHED_MAX_CG_LEVEL + 1;
-		cg_init(&deep, 100);
+		cg_init(&deep, 100, 100000, ~0ULL, 0);
 		EXPECT_EQ(((struct cg_link *)c->storage)->slot,
 			  ((struct cg_link *)deep.storage)->slot);
 	}

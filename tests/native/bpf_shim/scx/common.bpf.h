@@ -247,6 +247,28 @@ static inline struct cgroup *bpf_cgroup_ancestor(struct cgroup *cgrp, int level)
 
 static inline void bpf_cgroup_release(struct cgroup *cgrp) { (void)cgrp; }
 
+/* The cgroups' parked deques hold nothing in the fake machine. */
+#define bpf_for_each(type, p, dsq, flags)	for ((p) = NULL; (p); )
+#define BPF_FOR_EACH_ITER			NULL
+static inline void scx_bpf_dsq_move_set_vtime(void *it, u64 vt) { (void)it; (void)vt; }
+static inline bool scx_bpf_dsq_move_vtime(void *it, struct task_struct *p, u64 dsq, u64 fl)
+{
+	(void)it; (void)p; (void)dsq; (void)fl;
+	return false;
+}
+extern u64 shim_parked_dsq;	/* the deque of the last scx_bpf_dsq_insert_vtime() */
+static inline void scx_bpf_dsq_insert_vtime(struct task_struct *p, u64 dsq, u64 slice, u64 vt,
+					    u64 fl)
+{
+	(void)slice; (void)fl;
+	p->scx.dsq_vtime = vt;
+	shim_parked_dsq = dsq;
+}
+
+/* User deques are the fake machine's own; these only succeed. */
+static inline s32 scx_bpf_create_dsq(u64 dsq, s32 node) { (void)dsq; (void)node; return 0; }
+static inline void scx_bpf_destroy_dsq(u64 dsq) { (void)dsq; }
+
 /* A map's entry @key: a zeroed array per map, made on first use. */
 void *shim_lookup(const void *map, size_t value_size, u32 nr, u32 key);
 #define bpf_map_lookup_elem(map, key)						\
