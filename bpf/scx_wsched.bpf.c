@@ -32,7 +32,7 @@
  *   scx_wsched_yield.bpf.h     sched_yield(), yield_to(), their targets
  *   scx_wsched_worker.bpf.h    thieves and workers of registered processes
  *
- * Not done: cpu.idle, NUMA beyond LLCs, CPU hotplug in BPF (without
+ * Not done: NUMA beyond LLCs, CPU hotplug in BPF (without
  * ops.cpu_online/offline the kernel ejects the scheduler with a restart
  * request, and the loader loads it again; so no deque is ever left with an
  * offline owner).
@@ -456,6 +456,8 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(wsched_cgroup_init, struct cgroup *cgrp,
 			     struct scx_cgroup_init_args *args)
 {
 	cg_init(cgrp, args->weight, args->bw_period_us, args->bw_quota_us, args->bw_burst_us);
+	if (bpf_core_field_exists(args->sched_idle) && args->sched_idle)
+		cg_set_idle(cgrp, true);
 	return 0;
 }
 
@@ -467,6 +469,11 @@ void BPF_STRUCT_OPS(wsched_cgroup_exit, struct cgroup *cgrp)
 void BPF_STRUCT_OPS(wsched_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
 {
 	cg_set_weight(cgrp, weight);
+}
+
+void BPF_STRUCT_OPS(wsched_cgroup_set_idle, struct cgroup *cgrp, bool idle)
+{
+	cg_set_idle(cgrp, idle);
 }
 
 void BPF_STRUCT_OPS(wsched_cgroup_set_bandwidth, struct cgroup *cgrp, u64 period_us,
@@ -526,6 +533,7 @@ SCX_OPS_DEFINE(wsched_ops,
 	       .cgroup_exit	= (void *)wsched_cgroup_exit,
 	       .cgroup_set_weight	= (void *)wsched_cgroup_set_weight,
 	       .cgroup_set_bandwidth	= (void *)wsched_cgroup_set_bandwidth,
+	       .cgroup_set_idle	= (void *)wsched_cgroup_set_idle,
 	       .flags		= SCX_OPS_ENQ_LAST,
 	       .enable		= (void *)wsched_enable,
 	       .init		= (void *)wsched_init,

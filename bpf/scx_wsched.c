@@ -725,53 +725,63 @@ static int check_loadable(const char *scx_sysfs)
 	return EX_OK;
 }
 
-/* Whether the running kernel's struct sched_ext_ops has @member (-1: no
- * kernel BTF to tell). */
-static int kernel_ops_has(const char *member)
+/* Whether struct sched_ext_ops in the kernel's @btf has @member (true
+ * without BTF to tell: libbpf then says what it misses). */
+static bool kernel_ops_has(const struct btf *btf, const char *member)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
 	const struct btf_member *m;
 	const struct btf_type *t;
-	int id, i, found = 0;
+	int id, i;
 
 	if (!btf)
-		return -1;
+		return true;
 	id = btf__find_by_name_kind(btf, "sched_ext_ops", BTF_KIND_STRUCT);
 	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
 	for (i = 0, m = t ? btf_members(t) : NULL; t && i < btf_vlen(t); i++, m++)
 		if (!strcmp(btf__name_by_offset(btf, m->name_off), member))
-			found = 1;
-	btf__free(btf);
-	return found;
+			return true;
+	return false;
 }
 
 /*
  * The cgroup ops the kernel lacks are left out of the ops table (libbpf
  * refuses a member the kernel does not know), said once: without
  * ops.cgroup_init (no CONFIG_EXT_GROUP_SCHED) no cgroup limit is seen,
- * without ops.cgroup_set_bandwidth (before 6.17) cpu.max is not.
+ * without ops.cgroup_set_bandwidth (before 6.17) cpu.max is not, without
+ * ops.cgroup_set_idle (before 6.19) cpu.idle is not.
  */
 static void configure_cgroups(struct scx_wsched *skel)
 {
 	typeof(skel->struct_ops.wsched_ops) ops = skel->struct_ops.wsched_ops;
+	struct btf *btf = btf__load_vmlinux_btf();
 	static bool said;
 
-	if (!kernel_ops_has("cgroup_init")) {
+	if (!kernel_ops_has(btf, "cgroup_init")) {
 		ops->cgroup_init = NULL;
 		ops->cgroup_exit = NULL;
 		ops->cgroup_set_weight = NULL;
 		ops->cgroup_set_bandwidth = NULL;
+		ops->cgroup_set_idle = NULL;
 		if (!said)
 			fprintf(stderr, "%s: this kernel has no sched_ext cgroup support "
 				"(CONFIG_EXT_GROUP_SCHED): cpu.weight and cpu.max are not enforced\n",
 				prog);
-	} else if (!kernel_ops_has("cgroup_set_bandwidth")) {
-		ops->cgroup_set_bandwidth = NULL;
-		if (!said)
-			fprintf(stderr, "%s: this kernel has no ops.cgroup_set_bandwidth (6.17 and "
-				"later): cpu.max is not enforced\n", prog);
+	} else {
+		if (!kernel_ops_has(btf, "cgroup_set_bandwidth")) {
+			ops->cgroup_set_bandwidth = NULL;
+			if (!said)
+				fprintf(stderr, "%s: this kernel has no ops.cgroup_set_bandwidth "
+					"(6.17 and later): cpu.max is not enforced\n", prog);
+		}
+		if (!kernel_ops_has(btf, "cgroup_set_idle")) {
+			ops->cgroup_set_idle = NULL;
+			if (!said)
+				fprintf(stderr, "%s: this kernel has no ops.cgroup_set_idle "
+					"(6.19 and later): cpu.idle is not enforced\n", prog);
+		}
 	}
 	said = true;
+	btf__free(btf);
 }
 
 /* Set the tunables and the topology in the opened object, before its load.

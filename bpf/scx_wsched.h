@@ -47,6 +47,8 @@ struct wsched_cgroup {
 	__u64 sum;		/* own + the weights of its children with runnable work */
 	__u32 active;		/* it or a descendant had runnable tasks (last refresh) */
 	__u32 limited;		/* it or an ancestor has a cpu.max quota */
+	__u32 idle;		/* cpu.idle: it competes at weight 1 */
+	__u32 pad;
 	/* cpu.max and cpu.max.burst (quota_ns 0: max) */
 	__u64 period_ns;
 	__u64 quota_ns;

@@ -197,6 +197,18 @@ static __always_inline u32 cg_factor(u64 total, u64 hw, u64 sum)
 static u64 cg_total;		/* summed runnable weight, for cg_refresh() */
 
 /*
+ * The weight @cg competes with among its siblings: cpu.weight, or 1 for a
+ * cgroup marked cpu.idle, as the kernel's SCHED_IDLE groups get its least
+ * weight: it runs where its siblings leave CPU time, and gets about 1/101
+ * beside a sibling of weight 100 (2% or so after the lead cap, as a
+ * SCHED_IDLE task).
+ */
+static __always_inline u32 cg_weight(const struct wsched_cgroup *cg)
+{
+	return cg->idle ? 1 : cg->weight;
+}
+
+/*
  * The three passes of cg_refresh(), one slot each, verified once each as
  * global functions (in one loop over levels and slots the verifier's
  * paths multiply past its limit).
@@ -222,7 +234,7 @@ __noinline int cg_pass_up(u32 s, u32 level)
 		return 0;
 	if (!(pc = cg_at(cg->parent)))
 		return 0;
-	pc->sum += cg->weight;
+	pc->sum += cg_weight(cg);
 	pc->active = 1;
 	return 0;
 }
@@ -236,7 +248,7 @@ __noinline int cg_pass_down(u32 s, u32 level)
 	cg->limited = cg->quota_ns || pc->limited;
 	if (!cg->active || !pc->sum)
 		return 0;
-	cg->hw = pc->hw * cg->weight / pc->sum;
+	cg->hw = pc->hw * cg_weight(cg) / pc->sum;
 	if (cg->own)
 		cg->factor = cg_factor(cg_total, cg->hw, cg->sum);
 	return 0;
@@ -401,6 +413,15 @@ static __always_inline struct wsched_cgroup *cg_own_slot(struct cgroup *cgrp)
 	}
 	cg = cg_at(slot);
 	return cg && cg->id == cgrp->kn->id ? cg : NULL;
+}
+
+/* ops.cgroup_set_idle (6.19 and later), and cpu.idle at ops.cgroup_init. */
+static __always_inline void cg_set_idle(struct cgroup *cgrp, bool idle)
+{
+	struct wsched_cgroup *cg = cg_own_slot(cgrp);
+
+	if (cgrp->level && cg)
+		cg->idle = idle;
 }
 
 /* ops.cgroup_set_weight. */

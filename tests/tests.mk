@@ -71,7 +71,7 @@ $(POLICY_TEST): $(TOP)/bpf/scx_wsched.h
 $(POLICY_TEST): KSFT_CFLAGS += -I$(TOP)/bpf
 
 # The cgroup test sizes its checks by the scheduler's header.
-CGROUP_TEST := $(BUILD)/tests/guest/scx_wsched_cgroup
+CGROUP_TEST := $(BUILD)/tests/parallel/scx_wsched_cgroup
 $(CGROUP_TEST): $(TOP)/bpf/scx_wsched.h
 $(CGROUP_TEST): KSFT_CFLAGS += -I$(TOP)/bpf
 

@@ -971,6 +971,26 @@ TEST(cgroup_removed_frees_its_slot_and_counts)
 	EXPECT_EQ(0, cg_own(slot));
 }
 
+/* cpu.idle: the cgroup competes at weight 1, whatever its cpu.weight. */
+TEST(cgroup_idle_competes_at_weight_one)
+{
+	struct cgroup *root, *a, *b;
+
+	machine_reset();
+	root = cgroup_make(0, NULL, 100);
+	a = cgroup_make(1, root, 100);
+	b = cgroup_make(2, root, 10000);
+	cgroup_fill(a, 1);
+	cgroup_fill(b, 1);
+	cg_set_idle(b, true);
+	cg_refresh();
+	NEAR(1.0 / 101, share_of(b));
+	NEAR(100.0 / 101, task_share(a, 2));
+	cg_set_idle(b, false);
+	cg_refresh();
+	NEAR(10000.0 / 10100, share_of(b));
+}
+
 /*
  * cpu.max 40 ms per 100 ms with a 40 ms burst: idle periods save up to
  * quota + burst; a run past the budget throttles the cgroup, a task then
