@@ -882,16 +882,26 @@ TEST(cgroup_with_more_tasks_gets_no_more)
 	NEAR(0.5, 64 * task_share(b, 72));
 }
 
-TEST(cgroup_shares_multiply_down_the_tree)
+/* The tree p (@wp) {p1 (@w1), p2 (@w2)}, q (@wq) under the root; the root. */
+static struct cgroup *tree_pq(u32 wp, u32 wq, u32 w1, u32 w2, struct cgroup **p,
+			      struct cgroup **q, struct cgroup **p1, struct cgroup **p2)
 {
-	struct cgroup *root, *p, *p1, *p2, *q;
+	struct cgroup *root;
 
 	machine_reset();
 	root = cgroup_make(0, NULL, 100);
-	p = cgroup_make(1, root, 200);
-	q = cgroup_make(2, root, 100);
-	p1 = cgroup_make(3, p, 100);
-	p2 = cgroup_make(4, p, 300);
+	*p = cgroup_make(1, root, wp);
+	*q = cgroup_make(2, root, wq);
+	*p1 = cgroup_make(3, *p, w1);
+	*p2 = cgroup_make(4, *p, w2);
+	return root;
+}
+
+TEST(cgroup_shares_multiply_down_the_tree)
+{
+	struct cgroup *p, *p1, *p2, *q;
+
+	tree_pq(200, 100, 100, 300, &p, &q, &p1, &p2);
 	cgroup_fill(p1, 2);
 	cgroup_fill(p2, 2);
 	cgroup_fill(q, 2);
@@ -908,16 +918,10 @@ TEST(cgroup_idle_sibling_leaves_its_share_and_root_tasks_count)
 {
 	struct cgroup *root, *p, *p1, *p2, *q;
 
-	machine_reset();
-	root = cgroup_make(0, NULL, 100);
-	p = cgroup_make(1, root, 100);
-	q = cgroup_make(2, root, 100);
-	p1 = cgroup_make(3, p, 100);
-	p2 = cgroup_make(4, p, 300);
+	root = tree_pq(100, 100, 100, 300, &p, &q, &p1, &p2);
 	cgroup_fill(p1, 3);
 	cgroup_fill(q, 1);
 	cgroup_fill(root, 2);	/* two nice-0 tasks of the root: 200 */
-	(void)p2;
 	cg_refresh();
 	/* root: 200 own + p 100 + q 100 */
 	NEAR(0.25, 3 * task_share(p1, 6));

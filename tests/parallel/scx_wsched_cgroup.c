@@ -95,14 +95,19 @@ static long long now_ns(void)
 	return t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-/* Snapshots over @secs after a settling @warm. */
-static void measure(struct wt_cg *self, double warm, double secs,
-		    unsigned long long *a, unsigned long long *b)
+/* Snapshots over @secs after a settling @warm; the wall time between
+ * them, in s. */
+static double measure(struct wt_cg *self, double warm, double secs,
+		      unsigned long long *a, unsigned long long *b)
 {
+	long long t0;
+
 	wt_sleep(warm);
+	t0 = now_ns();
 	wt_hogs_snapshot(&self->hogs, a);
 	wt_sleep(secs);
 	wt_hogs_snapshot(&self->hogs, b);
+	return (now_ns() - t0) / 1e9;
 }
 
 static void expect_share(struct __test_metadata *_metadata, const char *what,
@@ -325,7 +330,6 @@ TEST_F_TIMEOUT(cg, idle_cgroup_runs_where_nothing_else_would, 60)
 {
 	unsigned long long a[WT_MAX_HOGS], b[WT_MAX_HOGS];
 	const char *idl = cg_make(&self->c, "idl", 100), *busy = cg_make(&self->c, "busy", 100);
-	long long t0;
 	double share, wall;
 	cpu_set_t cpu1;
 
@@ -339,12 +343,7 @@ TEST_F_TIMEOUT(cg, idle_cgroup_runs_where_nothing_else_would, 60)
 	ASSERT_EQ(0, cg_put(&self->c, idl, 0));
 	ASSERT_EQ(0, cg_put(&self->c, busy, 1));
 	ASSERT_EQ(0, cg_put(&self->c, idl, 2));
-	wt_sleep(1.0);
-	t0 = now_ns();
-	wt_hogs_snapshot(&self->c.hogs, a);
-	wt_sleep(4.0);
-	wt_hogs_snapshot(&self->c.hogs, b);
-	wall = (now_ns() - t0) / 1e9;
+	wall = measure(&self->c, 1.0, 4.0, a, b);
 	share = cpu_s(a, b, 0, 1) / cpu_s(a, b, 0, 2);
 	TH_LOG("idle cgroup's hog: %.1f%% of CPU 1; alone on CPU 0: %.0f%%",
 	       share * 100, cpu_s(a, b, 2, 3) / wall * 100);
@@ -370,19 +369,13 @@ static void quota_holds(struct __test_metadata *_metadata, FIXTURE_DATA(cg) *sel
 	int n = self->nr_cpus;
 	double l, f, wall;
 	char max[64];
-	long long t0;
 
 	ASSERT_TRUE(lim != NULL && free != NULL);
 	snprintf(max, sizeof(max), "%.0f 100000", cpus * 100000);
 	ASSERT_EQ(0, cg_write(lim, "cpu.max", max)) TH_LOG("cpu.max %s: %s", max, strerror(errno));
 	ASSERT_EQ(0, cg_hogs(&self->c, lim, 2 * n));
 	ASSERT_EQ(2 * n, cg_hogs(&self->c, free, n));
-	wt_sleep(1.0);
-	t0 = now_ns();
-	wt_hogs_snapshot(&self->c.hogs, a);
-	wt_sleep(5.0);
-	wt_hogs_snapshot(&self->c.hogs, b);
-	wall = (now_ns() - t0) / 1e9;
+	wall = measure(&self->c, 1.0, 5.0, a, b);
 	l = cpu_s(a, b, 0, 2 * n) / wall;
 	f = cpu_s(a, b, 2 * n, 3 * n) / wall;
 	TH_LOG("cpu.max %s: %.3f CPUs (want %.2f), the free sibling %.3f CPUs of %d",
@@ -414,7 +407,6 @@ TEST_F_TIMEOUT(cg, quota_of_a_parent_holds_for_its_children, 60)
 	int n = self->nr_cpus;
 	double wall, u1, u2, want = n / 4.0;
 	char max[64];
-	long long t0;
 
 	ASSERT_TRUE(top != NULL);
 	ASSERT_EQ(0, cg_write(top, "cgroup.subtree_control", "+cpu"));
@@ -425,12 +417,7 @@ TEST_F_TIMEOUT(cg, quota_of_a_parent_holds_for_its_children, 60)
 	ASSERT_TRUE(c1 != NULL && c2 != NULL);
 	ASSERT_EQ(0, cg_hogs(&self->c, c1, n));
 	ASSERT_EQ(n, cg_hogs(&self->c, c2, n));
-	wt_sleep(1.0);
-	t0 = now_ns();
-	wt_hogs_snapshot(&self->c.hogs, a);
-	wt_sleep(5.0);
-	wt_hogs_snapshot(&self->c.hogs, b);
-	wall = (now_ns() - t0) / 1e9;
+	wall = measure(&self->c, 1.0, 5.0, a, b);
 	u1 = cpu_s(a, b, 0, n) / wall;
 	u2 = cpu_s(a, b, n, 2 * n) / wall;
 	TH_LOG("cpu.max %s on the parent: %.3f CPUs, want %.2f", max, u1 + u2, want);
