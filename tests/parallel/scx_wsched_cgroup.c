@@ -219,35 +219,36 @@ TEST_F_TIMEOUT(cg, many_threads_take_no_more, 90)
 }
 
 /*
- * Three levels: p (200) holding p1 (100) and p2 (300), beside q (100), a
- * hog per CPU in each leaf: p1 gets 2/3 x 1/4, p2 2/3 x 3/4, q 1/3.
+ * Three levels: p (300) holding p1 (200) and p2 (100), beside q (100), a
+ * hog per CPU in each leaf: p1 gets 3/4 x 2/3, p2 3/4 x 1/3, q 1/4.
  */
 TEST_F_TIMEOUT(cg, shares_multiply_down_the_tree, 60)
 {
 	unsigned long long a[WT_MAX_HOGS], b[WT_MAX_HOGS];
-	const char *p = cg_make(&self->c, "p", 200), *p1, *p2, *q;
+	const char *p = cg_make(&self->c, "p", 300), *p1, *p2, *q;
 	int n = self->nr_cpus;
 	double t1, t2, tq, all;
 
 	ASSERT_TRUE(p != NULL);
 	ASSERT_EQ(0, cg_write(p, "cgroup.subtree_control", "+cpu"));
-	p1 = cg_make(&self->c, "p/p1", 100);
-	p2 = cg_make(&self->c, "p/p2", 300);
+	p1 = cg_make(&self->c, "p/p1", 200);
+	p2 = cg_make(&self->c, "p/p2", 100);
 	q = cg_make(&self->c, "q", 100);
 	ASSERT_TRUE(p1 != NULL && p2 != NULL && q != NULL);
 	ASSERT_EQ(0, cg_hogs(&self->c, p1, n));
 	ASSERT_EQ(n, cg_hogs(&self->c, p2, n));
 	ASSERT_EQ(2 * n, cg_hogs(&self->c, q, n));
-	/* 8 s: p1's small share spread by 5.7% of itself over 4 s */
+	/* 8 s: a leaf's share of 1/6 (p 200 {100, 300}) spread by 6% of
+	 * itself over 4 s, by 5% over 8 s */
 	measure(&self->c, 1.0, 8.0, a, b);
 	t1 = cpu_s(a, b, 0, n);
 	t2 = cpu_s(a, b, n, 2 * n);
 	tq = cpu_s(a, b, 2 * n, 3 * n);
 	all = t1 + t2 + tq;
 	ASSERT_LT(0, all);
-	expect_share(_metadata, "p/p1", t1 / all, 2.0 / 3 / 4);
-	expect_share(_metadata, "p/p2", t2 / all, 2.0 / 3 * 3 / 4);
-	expect_share(_metadata, "q", tq / all, 1.0 / 3);
+	expect_share(_metadata, "p/p1", t1 / all, 3.0 / 4 * 2 / 3);
+	expect_share(_metadata, "p/p2", t2 / all, 3.0 / 4 / 3);
+	expect_share(_metadata, "q", tq / all, 1.0 / 4);
 	EXPECT_EQ(0, sched_ok());
 }
 
