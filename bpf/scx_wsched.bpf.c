@@ -112,7 +112,7 @@ s32 BPF_STRUCT_OPS(wsched_select_cpu, struct task_struct *p, s32 prev_cpu, u64 w
 		STAT_INC(nr_wake_sync_local);
 		return cpu;
 	}
-	if (is_idle && cg_throttled(cg_task_slot(p)) < 0) {
+	if (is_idle && cg_task_throttled(p) < 0) {
 		wake_credit(p, cpu, NULL, false);	/* ops.enqueue is skipped */
 		scx_bpf_dsq_insert(p, WS_DSQ_LOCAL, slice_ns, 0);
 		STAT_INC(nr_direct_dispatch);
@@ -232,7 +232,7 @@ void BPF_STRUCT_OPS(wsched_dispatch, s32 cpu, struct task_struct *prev)
 
 	/* a throttled cgroup's prev stops (ops.enqueue parks it): the CPU
 	 * dispatches as if prev had slept */
-	if (prev && (prev->scx.flags & WS_TASK_QUEUED) && cg_throttled(cg_task_slot(prev)) < 0) {
+	if (prev && (prev->scx.flags & WS_TASK_QUEUED) && cg_task_throttled(prev) < 0) {
 		/*
 		 * prev used up its slice and is not on the deque yet: it
 		 * competes with the deque's head by vtime, or weights would

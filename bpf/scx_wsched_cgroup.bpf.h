@@ -124,11 +124,6 @@ static __always_inline u32 cg_slot_factor(s32 slot)
 	return cg->factor;
 }
 
-/* ... of @p: its cgroup's. */
-static __always_inline u32 cg_task_factor(struct task_struct *p)
-{
-	return cg_slot_factor(cg_task_slot(p));
-}
 
 /* @vt, a run's vtime at weight 100/weight, at the share factor @factor. */
 static __always_inline u64 cg_scale(u64 vt, u32 factor)
@@ -493,6 +488,12 @@ static __always_inline s32 cg_throttled(s32 slot)
 		slot = cg->parent;
 	}
 	return found;
+}
+
+/* ... for @p's cgroup, with no cgroup storage lookup while no quota exists. */
+static __always_inline s32 cg_task_throttled(struct task_struct *p)
+{
+	return cg_quotas ? cg_throttled(cg_task_slot(p)) : -1;
 }
 
 /* Charges @ran ns of CPU time to every quota on @slot's path, and throttles

@@ -127,7 +127,7 @@ struct ws_cpu {
 	u32 cur_tgid;
 	u64 cur_start;		/* scx_bpf_now() at its start, while hints are live */
 	u64 cur_sum;		/* its se.sum_exec_runtime then */
-	u32 cur_factor;		/* its cgroup's share factor then (cg_task_factor()) */
+	u32 cur_factor;		/* its cgroup's share factor then (cg_slot_factor()) */
 	s32 cur_slot;		/* its cgroup's slot (cg_task_slot()) */
 	u64 cur_charged;	/* its se.sum_exec_runtime last charged to quotas */
 	s64 root_runnable;	/* summed weight of root-cgroup tasks runnable here */

@@ -138,7 +138,7 @@ static __always_inline bool cg_park(struct task_struct *p, u64 enq_flags)
 {
 	s32 t;
 
-	if (!cg_quotas || (t = cg_throttled(cg_task_slot(p))) < 0)
+	if ((t = cg_task_throttled(p)) < 0)
 		return false;
 	scx_bpf_dsq_insert_vtime(p, CG_DSQ(t), slice_ns, p->scx.dsq_vtime, enq_flags);
 	STAT_INC(nr_cg_parked);

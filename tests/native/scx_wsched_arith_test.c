@@ -964,7 +964,7 @@ TEST(cgroup_removed_frees_its_slot_and_counts)
 	cg_tg[1].css.cgroup = a;
 	t.sched_task_group = &cg_tg[1];
 	EXPECT_EQ(CG_DEAD, cg_task_slot(&t));
-	EXPECT_EQ(CG_FX_ONE, cg_task_factor(&t));
+	EXPECT_EQ(CG_FX_ONE, cg_slot_factor(cg_task_slot(&t)));
 	cg_count(&t, -100);	/* its quiescent: no count moves */
 	EXPECT_EQ(300, cg_own(slot));
 	b = cgroup_make(2, root, 100);
