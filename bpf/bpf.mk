@@ -9,7 +9,8 @@
 # Every bpf/<stem>.bpf.c becomes build/bpf/<stem>.bpf.o and a libbpf skeleton
 # build/include/<stem>.skel.h (skeleton struct `<stem>`); a loader bpf/<stem>.c (if present) becomes
 # build/bin/<stem>, linked with libbpf and with the objects LOADER_OBJS lists
-# for it (the hint server, scx_wsched_hintsrv.c, for scx_wsched).
+# for it (the hint server, scx_wsched_hintsrv.c, and the per-cgroup figures,
+# scx_wsched_cgstat.c, for scx_wsched).
 #
 # BPF programs and loaders include the sched_ext headers of the kernel source
 # (scx/common.bpf.h, scx/compat.bpf.h, scx/common.h) from $(KSRC)/tools/
@@ -37,8 +38,8 @@ LOADER_CFLAGS = $(BASE_CFLAGS) -Wmissing-prototypes \
 LOADER_HDRS := $(wildcard $(TOP)/bpf/*.h $(TOP)/userspace/include/wsched/*.h) \
 	       $(TOP)/userspace/lib/llc_internal.h
 # The other userspace files of bpf/, each linked into one loader.
-LOADER_OBJS := $(BUILD)/bpf/scx_wsched_hintsrv.o
-$(BUILD)/bin/scx_wsched: $(BUILD)/bpf/scx_wsched_hintsrv.o
+LOADER_OBJS := $(BUILD)/bpf/scx_wsched_hintsrv.o $(BUILD)/bpf/scx_wsched_cgstat.o
+$(BUILD)/bin/scx_wsched: $(BUILD)/bpf/scx_wsched_hintsrv.o $(BUILD)/bpf/scx_wsched_cgstat.o
 
 ALL += $(VMLINUX_H) $(BPF_OBJ) $(BPF_SKEL) $(BPF_LOADERS)
 # The loaders carry their BPF object in the skeleton: only they are installed.

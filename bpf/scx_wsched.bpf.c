@@ -429,8 +429,7 @@ void BPF_STRUCT_OPS(wsched_stopping, struct task_struct *p, bool runnable)
 		return;
 	cpu_ctx(cpu)->cur_pid = 0;
 	cpu_ctx(cpu)->cur_tgid = 0;
-	if (sum > cpu_ctx(cpu)->cur_charged)
-		cg_consume(cpu_ctx(cpu)->cur_slot, sum - cpu_ctx(cpu)->cur_charged);
+	cg_charge(cpu, sum);
 	ran = sum - cpu_ctx(cpu)->cur_sum;
 	if ((s64)ran <= 0)
 		return;

@@ -33,6 +33,7 @@
 
 #include "llc_internal.h"	/* userspace/lib/: ws_cpu_llc() */
 #include "scx_wsched.h"
+#include "scx_wsched_cgstat.h"
 #include "scx_wsched_hintsrv.h"
 #include "scx_wsched.skel.h"
 
@@ -59,9 +60,9 @@ static const char usage_fmt[] =
 "Usage: %s [--slice-us N] [--slice-min-us N] [--slice-lat-us N] [--grace-us N]\n"
 "       [--group NAME]\n"
 "       [--hint-socket PATH] [--hint-user-max N]\n"
-"       [--no-hints | --hints-observe] [--stats SECONDS] [--json] [--verbose]\n"
-"       [--experimental LIST] [--version] [--help]\n"
-"       %s --monitor SECONDS [--json]\n"
+"       [--no-hints | --hints-observe] [--stats SECONDS] [--json] [--cgroups N]\n"
+"       [--verbose] [--experimental LIST] [--version] [--help]\n"
+"       %s --monitor SECONDS [--json] [--cgroups N]\n"
 "\n"
 "Load scx_wsched, a sched_ext scheduler with per-CPU dispatch deques and\n"
 "idle-CPU work stealing; run until SIGINT/SIGTERM, then detach. The design\n"
@@ -111,6 +112,11 @@ static const char usage_fmt[] =
 "                     (totals since its load); until SIGINT/SIGTERM or until\n"
 "                     that scheduler is gone\n"
 "  --json             print the counters as one JSON object per line\n"
+"  --cgroups N        with --stats and --monitor: also the N cgroups that used\n"
+"                     the most CPU time since the line before (0..%d, default\n"
+"                     %d; 0: none), each with its CPU time in CPUs, cpu.weight,\n"
+"                     cpu.max, the fraction of the interval it was throttled\n"
+"                     and how often it was; as the array \"cgroups\" with --json\n"
 "  --verbose          libbpf debug output and load details on stderr\n"
 "  --version          print the version and exit\n"
 "  --help             print this help and exit\n"
@@ -276,21 +282,42 @@ static int read_stats(int fd, int nr_cpus, __u64 *out)
 	return 0;
 }
 
-static void print_stats(struct scx_wsched *skel, int nr_cpus, bool json, double secs)
+static double now_s(void);
+
+/* The --cgroups rows of @rep from map @fd now (none with @max 0, or if
+ * the map cannot be read). */
+static int cgroup_rows(struct cg_report *rep, int fd, struct cg_row *rows, size_t max)
 {
+	int n;
+
+	if (!rep || !max || fd < 0)
+		return 0;
+	n = cg_report_sample(rep, fd, now_s(), rows, max);
+	return n > 0 ? n : 0;
+}
+
+static void print_stats(struct scx_wsched *skel, int nr_cpus, bool json, size_t cgroups,
+			struct cg_report *rep, double secs)
+{
+	static struct cg_row rows[WSCHED_MAX_CGROUPS];
 	__u64 v[WSCHED_NR_STATS];
 	struct hint_server_counts hc;
 	size_t i;
+	int nr;
 
 	read_stats(bpf_map__fd(skel->maps.wsched_stats), nr_cpus, v);
 	hint_server_counts(hint_srv, &hc);
+	nr = cgroup_rows(rep, bpf_map__fd(skel->maps.wsched_cgroups), rows, cgroups);
 	if (json) {
 		printf("{\"time_s\":%.1f", secs);
 		for (i = 0; i < WSCHED_NR_STATS; i++)
 			printf(",\"%s\":%llu", stat_names[i], (unsigned long long)v[i]);
 		printf(",\"hint_procs\":%d,\"hint_arrays_lingering\":%d,\"hint_refused_quota\":%lu,"
-		       "\"hint_threads_refused\":%lu}\n", hc.nr_procs, hc.nr_arrays_lingering,
+		       "\"hint_threads_refused\":%lu", hc.nr_procs, hc.nr_arrays_lingering,
 		       hc.nr_refused_quota, hc.nr_threads_refused);
+		if (cgroups)
+			cg_report_json(stdout, rows, nr);
+		printf("}\n");
 	} else {
 		printf("%7.1fs", secs);
 		for (i = 0; i < WSCHED_NR_STATS; i++)
@@ -298,6 +325,7 @@ static void print_stats(struct scx_wsched *skel, int nr_cpus, bool json, double 
 		printf(" hint_procs=%d hint_arrays_lingering=%d hint_refused_quota=%lu"
 		       " hint_threads_refused=%lu\n", hc.nr_procs, hc.nr_arrays_lingering,
 		       hc.nr_refused_quota, hc.nr_threads_refused);
+		cg_report_pairs(stdout, rows, nr);
 	}
 	fflush(stdout);
 }
@@ -374,8 +402,9 @@ static void sleep_s(double s)
 	nanosleep(&ts, NULL);
 }
 
-/* The fd of the newest BPF map named @name (the last loaded), or -1. */
-static int map_fd_by_name(const char *name)
+/* The fd of the newest BPF map named @name (the last loaded) of @type with
+ * values of @size, or -1. */
+static int map_fd_by_name(const char *name, __u32 type, __u32 size)
 {
 	__u32 id = 0, best = 0;
 	int fd;
@@ -388,8 +417,7 @@ static int map_fd_by_name(const char *name)
 		if (fd < 0)
 			continue;
 		if (!bpf_map_get_info_by_fd(fd, &info, &len) && !strcmp(info.name, name) &&
-		    info.type == BPF_MAP_TYPE_PERCPU_ARRAY &&
-		    info.value_size == sizeof(struct wsched_stats))
+		    info.type == type && info.value_size == size)
 			best = id;
 		close(fd);
 	}
@@ -418,13 +446,15 @@ static const struct {
  * so this may run beside that loader; it needs the privilege to read BPF
  * maps (root).
  */
-static int monitor(unsigned long secs, bool json, const char *scx_sysfs)
+static int monitor(unsigned long secs, bool json, size_t cgroups, const char *scx_sysfs)
 {
+	static struct cg_row rows[WSCHED_MAX_CGROUPS];
 	size_t cols = sizeof(monitor_cols) / sizeof(monitor_cols[0]), c, i;
 	__u64 prev[WSCHED_NR_STATS], cur[WSCHED_NR_STATS];
 	char path[512], state[64] = "?", ops[128] = "?";
-	int nr_cpus = libbpf_num_possible_cpus(), fd, lines = 0;
+	int nr_cpus = libbpf_num_possible_cpus(), fd, cg_fd = -1, lines = 0, nr;
 	double t0 = now_s(), t_prev = t0, t, left;
+	struct cg_report *rep = NULL;
 
 	if (geteuid() != 0) {
 		fprintf(stderr, "%s: must run as root to read the scheduler's counters\n", prog);
@@ -443,11 +473,21 @@ static int monitor(unsigned long secs, bool json, const char *scx_sysfs)
 			prog, state, ops);
 		return EX_LOAD;
 	}
-	fd = nr_cpus > 0 ? map_fd_by_name("wsched_stats") : -1;
+	fd = nr_cpus > 0 ? map_fd_by_name("wsched_stats", BPF_MAP_TYPE_PERCPU_ARRAY,
+					  sizeof(struct wsched_stats)) : -1;
 	if (fd < 0 || read_stats(fd, nr_cpus, prev)) {
 		fprintf(stderr, "%s: cannot read the running scheduler's counters (%s)\n", prog,
 			errno == EPERM ? "not allowed: run as root" : "map wsched_stats not found");
 		return EX_LOAD;
+	}
+	if (cgroups) {
+		cg_fd = map_fd_by_name("wsched_cgroups", BPF_MAP_TYPE_ARRAY,
+				       sizeof(struct wsched_cgroup));
+		rep = cg_fd >= 0 ? cg_report_new(NULL, 0) : NULL;
+		if (!rep)
+			fprintf(stderr, "%s: no per-cgroup figures: the running scheduler has no map "
+				"wsched_cgroups of this version\n", prog);
+		cgroup_rows(rep, cg_fd, rows, cgroups);	/* the baseline */
 	}
 	while (!exit_req) {
 		/* One sleep to the next line, which a signal ends early: a
@@ -463,10 +503,13 @@ static int monitor(unsigned long secs, bool json, const char *scx_sysfs)
 			break;
 		}
 		t = now_s();
+		nr = cgroup_rows(rep, cg_fd, rows, cgroups);
 		if (json) {
 			printf("{\"time_s\":%.1f", t - t0);
 			for (i = 0; i < WSCHED_NR_STATS; i++)
 				printf(",\"%s\":%llu", stat_names[i], (unsigned long long)cur[i]);
+			if (rep)
+				cg_report_json(stdout, rows, nr);
 			printf("}\n");
 		} else {
 			if (lines++ % 20 == 0) {
@@ -481,11 +524,15 @@ static int monitor(unsigned long secs, bool json, const char *scx_sysfs)
 				printf(" %8.0f", (cur[i] - prev[i]) / (t - t_prev));
 			}
 			printf("\n");
+			cg_report_table(stdout, rows, nr);
 		}
 		fflush(stdout);
 		memcpy(prev, cur, sizeof(prev));
 		t_prev = t;
 	}
+	cg_report_free(rep);
+	if (cg_fd >= 0)
+		close(cg_fd);
 	close(fd);
 	return EX_OK;
 }
@@ -506,6 +553,7 @@ struct opts {
 	unsigned long stats_s;		/* 0: no --stats */
 	unsigned long monitor_s;	/* --monitor: read, do not load */
 	bool json;
+	unsigned long cgroups;		/* --cgroups */
 };
 
 static const struct option longopts[] = {
@@ -526,6 +574,7 @@ static const struct option longopts[] = {
 	{ "stats",	required_argument,	NULL, 'S' },
 	{ "monitor",	required_argument,	NULL, 'M' },
 	{ "json",	no_argument,		NULL, 'j' },
+	{ "cgroups",	required_argument,	NULL, 'C' },
 	{ "verbose",	no_argument,		NULL, 'v' },
 	{ "version",	no_argument,		NULL, 'V' },
 	{ "help",	no_argument,		NULL, 'h' },
@@ -537,7 +586,7 @@ static void print_usage(void)
 	printf(usage_fmt, prog, prog, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX, WSCHED_SLICE_US_DFL,
 	       WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MIN, WSCHED_SLICE_LAT_US_DFL,
 	       WSCHED_GRACE_US_MAX, WSCHED_GRACE_US_DFL, WS_HINT_SOCK_PATH,
-	       (int)WS_HINT_MAX_PROCS, HINT_USER_MAX_DFL,
+	       (int)WS_HINT_MAX_PROCS, HINT_USER_MAX_DFL, WSCHED_MAX_CGROUPS, CG_REPORT_MAX_DFL,
 	       WSCHED_SLICE_US_MAX, WSCHED_WAKE_PREEMPT_US_DFL);
 }
 
@@ -589,8 +638,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		.hint_gid = -1,
 		.hint_user_max = HINT_USER_MAX_DFL,
 		.hints = true,
+		.cgroups = CG_REPORT_MAX_DFL,
 	};
-	while ((opt = getopt_long(argc, argv, "s:m:L:X:g:G:P:U:nOS:M:jvVh", longopts, &li)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:m:L:X:g:G:P:U:nOS:M:jC:vVh", longopts, &li)) != -1) {
 		switch (opt) {
 		case 's':
 			o->slice_us = parse_ulong("--slice-us", optarg, WSCHED_SLICE_US_MIN,
@@ -647,6 +697,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'j':
 			o->json = true;
 			break;
+		case 'C':
+			o->cgroups = parse_ulong("--cgroups", optarg, 0, WSCHED_MAX_CGROUPS);
+			break;
 		case 'v':
 			verbose = true;
 			break;
@@ -660,7 +713,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			fprintf(stderr, "%s: bad usage (see --help)\n", prog);
 			return EX_USAGE;
 		}
-		if (opt != 'j' && opt != 'M') {
+		if (opt != 'j' && opt != 'M' && opt != 'C') {
 			if (li >= 0)
 				snprintf(load_opt, sizeof(load_opt), "--%s", longopts[li].name);
 			else
@@ -672,7 +725,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		die_usage("unexpected argument '%s'", argv[optind]);
 	if (o->monitor_s) {
 		if (load_opt[0])
-			die_usage("--monitor loads nothing and takes only --json, not %s", load_opt);
+			die_usage("--monitor loads nothing and takes only --json and --cgroups, not %s",
+				  load_opt);
 		return -1;
 	}
 	if (o->min_slice_us > o->slice_us) {
@@ -816,14 +870,15 @@ static int configure(struct scx_wsched *skel, const struct opts *o, int nr_cpus)
 
 /* Until a signal or the scheduler's exit: serve the hint socket, print the
  * counters every --stats seconds. */
-static void serve(struct scx_wsched *skel, const struct opts *o, int nr_cpus, double t0)
+static void serve(struct scx_wsched *skel, const struct opts *o, int nr_cpus,
+		  struct cg_report *rep, double t0)
 {
 	double next = t0 + o->stats_s;
 
 	while (!exit_req && !UEI_EXITED(skel, uei)) {
 		hint_server_poll(hint_srv, 100);	/* or sleeps 100 ms */
 		if (o->stats_s && now_s() >= next) {
-			print_stats(skel, nr_cpus, o->json, now_s() - t0);
+			print_stats(skel, nr_cpus, o->json, o->cgroups, rep, now_s() - t0);
 			next += o->stats_s;
 		}
 	}
@@ -865,6 +920,7 @@ static int report_exit(struct scx_wsched *skel, bool *restart)
 static int load_and_run(const struct opts *o, int nr_cpus, bool *restart)
 {
 	double t0, t_open = now_s(), t_load;
+	struct cg_report *rep = NULL;
 	struct scx_wsched *skel;
 	struct bpf_link *link;
 	int err, nr_llcs, status;
@@ -910,10 +966,13 @@ static int load_and_run(const struct opts *o, int nr_cpus, bool *restart)
 			t_load - t_open, now_s() - t_load);
 
 	t0 = now_s();
-	serve(skel, o, nr_cpus, t0);
+	if (o->stats_s && o->cgroups)
+		rep = cg_report_new(NULL, t0);	/* the first line counts from the load */
+	serve(skel, o, nr_cpus, rep, t0);
 	bpf_link__destroy(link);
 	if (o->stats_s)
-		print_stats(skel, nr_cpus, o->json, now_s() - t0);
+		print_stats(skel, nr_cpus, o->json, o->cgroups, rep, now_s() - t0);
+	cg_report_free(rep);
 	status = report_exit(skel, restart);
 	hint_server_detach(hint_srv);
 	scx_wsched__destroy(skel);
@@ -933,7 +992,7 @@ int main(int argc, char **argv)
 	if (status >= 0)
 		return status;
 	if (o.monitor_s)
-		return monitor(o.monitor_s, o.json, scx_sysfs);
+		return monitor(o.monitor_s, o.json, o.cgroups, scx_sysfs);
 
 	status = check_loadable(scx_sysfs);
 	if (status != EX_OK)

@@ -56,8 +56,12 @@ struct wsched_cgroup {
 	__s64 budget;		/* CPU time left in this period; below 0: overrun */
 	__u64 period_end;
 	__u64 throttled_at;	/* when its quota ran out; 0: not throttled */
-	__u64 throttled_ns;	/* time spent throttled, ended throttles */
+	__u64 throttled_ns;	/* time spent throttled (to the last refresh) */
 	__u64 nr_throttled;	/* times its quota ran out */
+	/* CPU time of its tasks and its descendants' since the load, as
+	 * cpu.stat's usage_usec (to the last refresh: 50 ms at most) */
+	__u64 usage_ns;
+	__u64 usage_gone;	/* ... of its descendants that were removed */
 };
 
 /* Tunable ranges (the loader refuses values outside them). */

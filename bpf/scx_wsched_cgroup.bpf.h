@@ -35,6 +35,11 @@
  *
  * cpu.max is kept here as state (the budget, the throttle: cg_consume(),
  * cg_throttled()), which the ops and the quota fragment act on.
+ *
+ * What an operator reads (the loader's --stats and --monitor, bpftool):
+ * each slot's CPU time, its own tasks' and its descendants', as cpu.stat
+ * counts it (cg_charge() per CPU at every tick and stop, summed by each
+ * refresh into usage_ns), and its weight, quota and throttled time.
  */
 #ifndef __SCX_WSCHED_CGROUP_BPF_H
 #define __SCX_WSCHED_CGROUP_BPF_H
@@ -60,14 +65,26 @@ struct {
 	__type(value, struct wsched_cgroup);
 } wsched_cgroups SEC(".maps");
 
-/* Summed weight of each slot's runnable tasks, per CPU (the root's is in
- * ws_cpu.root_runnable: no helper call for it). */
+/* Per slot and CPU, each written under that CPU's rq lock: the summed
+ * weight of the slot's runnable tasks there, and the CPU time its own
+ * tasks ran there (the root's are in ws_cpu.root_runnable and .root_used:
+ * no helper call for them). */
+struct cg_cpu {
+	s64 runnable;
+	u64 used;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, WSCHED_MAX_CGROUPS);
 	__type(key, u32);
-	__type(value, s64);
-} cg_runnable SEC(".maps");
+	__type(value, struct cg_cpu);
+} cg_cpus SEC(".maps");
+
+/* cg_refresh()'s sums of the CPU time of each slot's subtree, published
+ * whole to wsched_cgroup.usage_ns so that a reader never sees one half
+ * summed. */
+static u64 cg_usage_sum[WSCHED_MAX_CGROUPS];
 
 /* A cgroup's slot (CG_DEAD once ops.cgroup_exit freed it). */
 struct cg_link {
@@ -139,7 +156,7 @@ static __always_inline u64 cg_scale(u64 vt, u32 factor)
 static __always_inline void cg_count(struct task_struct *p, s64 w)
 {
 	s32 cpu = task_cpu_of(p), slot;
-	s64 *nr;
+	struct cg_cpu *cc;
 
 	if (cpu < 0 || (u32)cpu >= nr_cpus)
 		return;
@@ -150,26 +167,64 @@ static __always_inline void cg_count(struct task_struct *p, s64 w)
 	}
 	if (slot < 0)
 		return;
-	nr = bpf_map_lookup_percpu_elem(&cg_runnable, &slot, cpu);
-	if (nr)
-		*nr += w;
+	cc = bpf_map_lookup_percpu_elem(&cg_cpus, &slot, cpu);
+	if (cc)
+		cc->runnable += w;
 }
 
-/* Summed runnable weight of @slot's own tasks over the CPUs. */
-static __always_inline u64 cg_own(u32 slot)
+/*
+ * The CPU time of the run on @cpu since it was last charged (its
+ * se.sum_exec_runtime is now @sum) to its cgroup's CPU time there, from
+ * ops.tick and ops.stopping of that run (under @cpu's rq lock); the
+ * quotas on its path too (cg_consume()).
+ */
+static __always_inline void cg_consume(s32 slot, u64 ran);
+
+static __always_inline void cg_charge(s32 cpu, u64 sum)
 {
-	s64 sum = 0, *nr;
+	struct ws_cpu *c = cpu_ctx(cpu);
+	struct cg_cpu *cc;
+	s32 slot = c->cur_slot;
+	u64 ran;
+
+	if (sum <= c->cur_charged)
+		return;
+	ran = sum - c->cur_charged;
+	c->cur_charged = sum;
+	if (!slot) {
+		c->root_used += ran;
+		return;
+	}
+	if (slot < 0)
+		return;
+	cc = bpf_map_lookup_percpu_elem(&cg_cpus, &slot, cpu);
+	if (cc)
+		cc->used += ran;
+	cg_consume(slot, ran);
+}
+
+/* Summed runnable weight of @slot's own tasks over the CPUs; their CPU
+ * time in *@used. */
+static __always_inline u64 cg_own(u32 slot, u64 *used)
+{
+	struct cg_cpu *cc;
+	s64 sum = 0;
+	u64 ran = 0;
 	u32 cpu;
 
 	bpf_for(cpu, 0, nr_cpus) {
 		if (!slot) {
 			sum += cpu_ctx(cpu)->root_runnable;
+			ran += cpu_ctx(cpu)->root_used;
 			continue;
 		}
-		nr = bpf_map_lookup_percpu_elem(&cg_runnable, &slot, cpu);
-		if (nr)
-			sum += *nr;
+		cc = bpf_map_lookup_percpu_elem(&cg_cpus, &slot, cpu);
+		if (cc) {
+			sum += cc->runnable;
+			ran += cc->used;
+		}
 	}
+	*used = ran;
 	return sum > 0 ? sum : 0;
 }
 
@@ -211,10 +266,12 @@ static __always_inline u32 cg_weight(const struct wsched_cgroup *cg)
 __noinline int cg_pass_own(u32 s)
 {
 	struct wsched_cgroup *cg = cg_at(s);
+	u64 used;
 
-	if (!cg || (s && !cg->id))
+	if (!cg || (s && !cg->id) || s >= WSCHED_MAX_CGROUPS)
 		return 0;
-	cg->own = cg_own(s);
+	cg->own = cg_own(s, &used);
+	cg_usage_sum[s] = used + cg->usage_gone;
 	cg->sum = cg->own;
 	cg->active = cg->own > 0;
 	cg_total += cg->own;
@@ -225,9 +282,11 @@ __noinline int cg_pass_up(u32 s, u32 level)
 {
 	struct wsched_cgroup *cg = cg_at(s), *pc;
 
-	if (!s || !cg || !cg->id || cg->level != level || !cg->active)
+	if (!s || !cg || !cg->id || cg->level != level || !(pc = cg_at(cg->parent)))
 		return 0;
-	if (!(pc = cg_at(cg->parent)))
+	if (s < WSCHED_MAX_CGROUPS && (u32)cg->parent < WSCHED_MAX_CGROUPS)
+		cg_usage_sum[cg->parent] += cg_usage_sum[s];
+	if (!cg->active)
 		return 0;
 	pc->sum += cg_weight(cg);
 	pc->active = 1;
@@ -240,6 +299,8 @@ __noinline int cg_pass_down(u32 s, u32 level)
 
 	if (!s || !cg || !cg->id || cg->level != level || !(pc = cg_at(cg->parent)))
 		return 0;
+	if (s < WSCHED_MAX_CGROUPS && cg_usage_sum[s] > cg->usage_ns)
+		cg->usage_ns = cg_usage_sum[s];
 	cg->limited = cg->quota_ns || pc->limited;
 	if (!cg->active || !pc->sum)
 		return 0;
@@ -270,6 +331,8 @@ static __always_inline u32 cg_refresh(void)
 		bpf_for(s, 1, end)
 			cg_pass_up(s, maxl - i);
 	if ((root = cg_at(0))) {
+		if (cg_usage_sum[0] > root->usage_ns)
+			root->usage_ns = cg_usage_sum[0];
 		root->hw = CG_HW_ONE;
 		root->factor = cg_factor(cg_total, root->hw, root->sum);
 	}
@@ -311,9 +374,9 @@ static __always_inline void cg_init(struct cgroup *cgrp, u32 weight, u64 period_
 	struct wsched_cgroup *cg;
 	struct cg_link *l, *pl;
 	struct cgroup *parent;
+	struct cg_cpu *cc;
 	s32 slot, pslot = 0;
 	u32 level = cgrp->level, cpu;
-	s64 *nr;
 
 	l = bpf_cgrp_storage_get(&cg_links, cgrp, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!l) {
@@ -345,9 +408,11 @@ static __always_inline void cg_init(struct cgroup *cgrp, u32 weight, u64 period_
 		return;
 	}
 	bpf_for(cpu, 0, nr_cpus) {
-		nr = bpf_map_lookup_percpu_elem(&cg_runnable, &slot, cpu);
-		if (nr)
-			*nr = 0;
+		cc = bpf_map_lookup_percpu_elem(&cg_cpus, &slot, cpu);
+		if (cc) {
+			cc->runnable = 0;
+			cc->used = 0;
+		}
 	}
 	if (scx_bpf_create_dsq(CG_DSQ(slot), -1)) {
 		l->slot = pslot;
@@ -377,10 +442,11 @@ static __always_inline void cg_init(struct cgroup *cgrp, u32 weight, u64 period_
 }
 
 /* ops.cgroup_exit: @cgrp's own slot is freed (a parent's it was linked to
- * is not). */
+ * is not); its CPU time stays in its parent's, as in cpu.stat (what it ran
+ * since the last refresh is lost). */
 static __always_inline void cg_exit(struct cgroup *cgrp)
 {
-	struct wsched_cgroup *cg;
+	struct wsched_cgroup *cg, *pc;
 	struct cg_link *l;
 
 	if (!cgrp->level || !(l = bpf_cgrp_storage_get(&cg_links, cgrp, 0, 0)))
@@ -391,6 +457,11 @@ static __always_inline void cg_exit(struct cgroup *cgrp)
 		if (cg->quota_ns && cg_quotas)
 			cg_quotas--;
 		cg->id = 0;
+		/* after: a refresh that sees it in the parent no longer adds
+		 * the freed slot's own */
+		barrier();
+		if ((pc = cg_at(cg->parent)))
+			__sync_fetch_and_add(&pc->usage_gone, cg->usage_ns);
 	}
 }
 

@@ -89,6 +89,8 @@ struct queued_worker {
  * root_runnable  ops.runnable and       cg_refresh() (the     one refresh's shares
  *                ops.quiescent, under   cgroup timer)         from a count a wakeup
  *                this CPU's rq lock                           old
+ * root_used      ops.tick, ops.stopping cg_refresh()          the root's CPU time a
+ *                (cg_charge())                                tick old
  * steal_hint     the kicker of an idle  steal_idle() on this  one probe of a deque
  *                CPU                    CPU, which clears it  with nothing to take
  * wake_kicked    wake_preempt();        ops.dispatch          one dispatch in the
@@ -129,8 +131,9 @@ struct ws_cpu {
 	u64 cur_sum;		/* its se.sum_exec_runtime then */
 	u32 cur_factor;		/* its cgroup's share factor then (cg_slot_factor()) */
 	s32 cur_slot;		/* its cgroup's slot (cg_task_slot()) */
-	u64 cur_charged;	/* its se.sum_exec_runtime last charged to quotas */
+	u64 cur_charged;	/* its se.sum_exec_runtime last charged (cg_charge()) */
 	s64 root_runnable;	/* summed weight of root-cgroup tasks runnable here */
+	u64 root_used;		/* CPU time root-cgroup tasks ran here */
 
 	/* Written by other CPUs' kicks, yields and enqueues. */
 	u32 steal_hint __attribute__((aligned(64)));	/* victim CPU + 1, 0: none */

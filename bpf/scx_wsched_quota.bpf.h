@@ -67,6 +67,11 @@ __noinline int cg_pass_quota(u32 s, u64 now)
 
 	if (!s || !cg || !cg->id)
 		return 0;
+	/* the throttle so far is counted (throttled_at moves up to now) */
+	if (cg->throttled_at && time_before(cg->throttled_at, now)) {
+		cg->throttled_ns += now - cg->throttled_at;
+		cg->throttled_at = now;
+	}
 	if (!cg->quota_ns) {
 		if (cg->throttled_at) {	/* cpu.max set to max */
 			cg->throttled_ns += now - cg->throttled_at;
@@ -112,21 +117,17 @@ static __always_inline void cg_quota_refresh(void)
 }
 
 /*
- * ops.tick of @p on @cpu: its run so far charged to its quotas; true if
- * its cgroup is throttled, and its slice is ended.
+ * ops.tick of @p on @cpu: its run so far charged to its cgroup (and its
+ * quotas); true if its cgroup is throttled, and its slice is ended.
  */
 static __always_inline bool cg_tick(struct task_struct *p, s32 cpu)
 {
 	struct ws_cpu *c = cpu_ctx(cpu);
-	u64 sum = p->se.sum_exec_runtime;
 
-	if (!cg_quotas || c->cur_slot <= 0 || c->cur_pid != (u32)p->pid)
+	if (c->cur_pid != (u32)p->pid)
 		return false;
-	if (sum > c->cur_charged) {
-		cg_consume(c->cur_slot, sum - c->cur_charged);
-		c->cur_charged = sum;
-	}
-	if (cg_throttled(c->cur_slot) < 0)
+	cg_charge(cpu, p->se.sum_exec_runtime);
+	if (!cg_quotas || c->cur_slot <= 0 || cg_throttled(c->cur_slot) < 0)
 		return false;
 	scx_bpf_task_set_slice(p, 0);
 	return true;
@@ -161,7 +162,7 @@ static int cg_timer_fire(void *map, int *key, struct cg_timer *t)
 {
 	u64 period = CG_PERIOD_IDLE_NS;
 
-	if (cg_slots_end > 1 && cg_refresh() > 1)
+	if (cg_refresh() > 1)
 		period = CG_PERIOD_NS;
 	if (cg_quotas) {
 		cg_quota_refresh();

@@ -65,6 +65,13 @@ ARITH_TEST := $(BUILD)/tests/native/scx_wsched_arith_test
 $(ARITH_TEST): $(wildcard $(TOP)/bpf/*.bpf.h $(TOP)/tests/native/bpf_shim/scx/*.h) $(TOP)/bpf/scx_wsched.h
 $(ARITH_TEST): KSFT_CFLAGS += -I$(TOP)/tests/native/bpf_shim -I$(TOP)/bpf
 
+# The unit test of the loader's per-cgroup figures links their object.
+CGSTAT_TEST := $(BUILD)/tests/native/scx_wsched_cgstat_test
+CGSTAT_OBJ  := $(BUILD)/bpf/scx_wsched_cgstat.o
+$(CGSTAT_TEST): $(CGSTAT_OBJ) $(TOP)/bpf/scx_wsched.h $(TOP)/bpf/scx_wsched_cgstat.h
+$(CGSTAT_TEST): KSFT_CFLAGS += -I$(TOP)/bpf
+$(CGSTAT_TEST): LDFLAGS += $(CGSTAT_OBJ) $(LIBBPF_LIBS)
+
 # The policy test takes the loader's defaults from the scheduler's header.
 POLICY_TEST := $(BUILD)/tests/guest/scx_wsched_policy
 $(POLICY_TEST): $(TOP)/bpf/scx_wsched.h

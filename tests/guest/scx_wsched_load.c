@@ -170,7 +170,8 @@ static long long json_first(const char *path, const char *name)
 }
 
 /*
- * --stats with --json prints one JSON object per line, with the counters.
+ * --stats with --json prints one JSON object per line, with the counters
+ * and the busiest cgroups (an array).
  * While that loader runs, --monitor reads the same counters without
  * loading anything: as JSON lines (totals that grow) and as a table,
  * sleeping to each line in one go (a monitor waking ten times a second
@@ -214,6 +215,7 @@ TEST_F_TIMEOUT(load, stats_json_and_monitor, 90)
 	EXPECT_LT(0, wt_json_last(out, "nr_enqueued") + wt_json_last(out, "nr_direct_dispatch"));
 	EXPECT_LE(0, wt_json_last(out, "nr_steals"));
 	EXPECT_LE(0, wt_json_last(out, "nr_keep_running"));
+	EXPECT_TRUE(wt_file_contains(out, "\"cgroups\":[")) TH_LOG("no per-cgroup array");
 	EXPECT_EQ(1, wt_run(mon_text, ERR_FILE));
 	EXPECT_TRUE(wt_file_contains(ERR_FILE, "no scx_wsched is running"));
 }
@@ -248,6 +250,9 @@ TEST_F(load, bad_args_fail)
 		{ "--experimental", ",", NULL },
 		{ "--no-slice-timer", NULL },			/* an --experimental switch */
 		{ "--wake-preempt-us", "30", NULL },
+		{ "--cgroups", "1025", NULL },
+		{ "--cgroups", "five", NULL },
+		{ "--monitor", "1", "--cgroups", "-1", NULL },
 	};
 	unsigned int i;
 

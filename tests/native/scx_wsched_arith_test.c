@@ -951,6 +951,7 @@ TEST(cgroup_removed_frees_its_slot_and_counts)
 {
 	struct cgroup *root, *a, *b;
 	struct task_struct t = task(77, 0);
+	u64 used;
 	s32 slot;
 
 	machine_reset();
@@ -966,13 +967,62 @@ TEST(cgroup_removed_frees_its_slot_and_counts)
 	EXPECT_EQ(CG_DEAD, cg_task_slot(&t));
 	EXPECT_EQ(CG_FX_ONE, cg_slot_factor(cg_task_slot(&t)));
 	cg_count(&t, -100);	/* its quiescent: no count moves */
-	EXPECT_EQ(300, cg_own(slot));
+	EXPECT_EQ(300, cg_own(slot, &used));
 	b = cgroup_make(2, root, 100);
 	EXPECT_NE(slot, ((struct cg_link *)b->storage)->slot);
 	cg_next = slot;		/* as after going round */
 	b = cgroup_make(3, root, 100);
 	EXPECT_EQ(slot, ((struct cg_link *)b->storage)->slot);
-	EXPECT_EQ(0, cg_own(slot));
+	EXPECT_EQ(0, cg_own(slot, &used));
+}
+
+/* A run of @ran ns on @cpu of a task of @c, charged at a tick and at its
+ * stop, as ops.running, ops.tick and ops.stopping charge it. */
+static void cgroup_run(struct cgroup *c, s32 cpu, u64 ran)
+{
+	struct ws_cpu *w = cpu_ctx(cpu);
+
+	w->cur_slot = c->level ? ((struct cg_link *)c->storage)->slot : 0;
+	w->cur_charged = 7 * MS;	/* its sum_exec_runtime at ops.running */
+	cg_charge(cpu, 7 * MS + ran / 2);
+	cg_charge(cpu, 7 * MS + ran / 2);	/* nothing ran since */
+	cg_charge(cpu, 7 * MS + ran);
+}
+
+static u64 usage_of(struct cgroup *c)
+{
+	return cg_at(c->level ? ((struct cg_link *)c->storage)->slot : 0)->usage_ns;
+}
+
+/*
+ * A cgroup's CPU time, as cpu.stat counts it: its own tasks' and its
+ * descendants', on every CPU, kept in its parent's when it is removed;
+ * the root's counts everything.
+ */
+TEST(cgroup_cpu_time_sums_up_the_tree_and_outlives_removal)
+{
+	struct cgroup *root, *p, *p1, *p2, *q;
+
+	root = tree_pq(100, 100, 100, 100, &p, &q, &p1, &p2);
+	cgroup_run(p1, 0, 3 * MS);
+	cgroup_run(p1, 5, 4 * MS);
+	cgroup_run(p2, 1, 10 * MS);
+	cgroup_run(q, 2, 1 * MS);
+	cgroup_run(root, 3, 2 * MS);
+	cg_refresh();
+	EXPECT_EQ(7 * MS, usage_of(p1));
+	EXPECT_EQ(10 * MS, usage_of(p2));
+	EXPECT_EQ(17 * MS, usage_of(p));
+	EXPECT_EQ(1 * MS, usage_of(q));
+	EXPECT_EQ(20 * MS, usage_of(root));
+	cgroup_run(p2, 1, 5 * MS);
+	cg_refresh();
+	cg_exit(p2);
+	cgroup_run(p1, 0, 1 * MS);
+	cg_refresh();
+	EXPECT_EQ(8 * MS, usage_of(p1));
+	EXPECT_EQ(23 * MS, usage_of(p)) TH_LOG("a removed child's CPU time lost");
+	EXPECT_EQ(26 * MS, usage_of(root));
 }
 
 /* cpu.idle: the cgroup competes at weight 1, whatever its cpu.weight. */
@@ -1036,6 +1086,7 @@ TEST(quota_budget_burst_debt_and_throttle)
 	cg_quota_refresh();
 	EXPECT_EQ(0, cg->budget);
 	EXPECT_NE(0, cg->throttled_at) TH_LOG("unthrottled without budget");
+	EXPECT_EQ(100 * MS, cg->throttled_ns) TH_LOG("the throttle so far not counted");
 	shim_now = cg->period_end + 10 * US;
 	cg_quota_refresh();
 	EXPECT_EQ((s64)q, cg->budget);

@@ -14,6 +14,8 @@
  * task's CPU time runs on while its vCPU waits its turn (up to 100 ms),
  * past any throttle, and the shares across CPUs drift with it.
  */
+#include <math.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include "scx_wsched.h"
@@ -146,7 +148,7 @@ static void wt_cg_teardown(struct wt_cg *self)
  * files), which runs after this and stops it: one load for the suite. */
 #define OUT_FILE "/tmp/scx_wsched_parallel.out"
 #define ERR_FILE "/tmp/scx_wsched_parallel.err"
-#define TOP_CG	 "/sys/fs/cgroup/scx_wsched_cg"
+#define TOP_CG	 "/sys/fs/cgroup/scx_wsched_cg"	/* "/scx_wsched_cg" to the loader */
 
 FIXTURE(cg) {
 	int nr_cpus;
@@ -400,15 +402,59 @@ TEST_F_TIMEOUT(cg, quota_half_the_cpus, 60)
 	quota_holds(_metadata, self, self->nr_cpus / 2.0, 300);
 }
 
-/* A parent's cpu.max (a quarter of the CPUs) holds for its subtree: two
- * children at weights 100 and 300, a hog per CPU each, split 1:3. */
+#define MON_FILE "/tmp/scx_wsched_cg_monitor.out"
+
+/*
+ * The object of @cgroup (its path under the cgroup2 mount) in the last
+ * --monitor --json line of MON_FILE, copied to @buf; NULL if none.
+ */
+static const char *monitor_row(const char *cgroup, char *buf, size_t len)
+{
+	static char line[16384];
+	char key[160], last[16384] = "", *o, *end;
+	FILE *f = fopen(MON_FILE, "r");
+
+	if (!f)
+		return NULL;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "\"cgroups\":["))
+			memcpy(last, line, sizeof(last));
+	fclose(f);
+	snprintf(key, sizeof(key), "{\"path\":\"%s\",", cgroup);
+	if (!(o = strstr(last, key)) || !(end = strchr(o, '}')) || (size_t)(end - o) >= len)
+		return NULL;
+	memcpy(buf, o, end - o);
+	buf[end - o] = '\0';
+	return buf;
+}
+
+/* Member @key of the JSON object @obj as a number (-1: none). */
+static double json_num(const char *obj, const char *key)
+{
+	char k[64];
+	const char *v;
+
+	snprintf(k, sizeof(k), "\"%s\":", key);
+	v = obj ? strstr(obj, k) : NULL;
+	return v ? strtod(v + strlen(k), NULL) : -1;
+}
+
+/*
+ * A parent's cpu.max (a quarter of the CPUs) holds for its subtree: two
+ * children at weights 100 and 300, a hog per CPU each, split 1:3. What
+ * `scx_wsched --monitor --cgroups` shows meanwhile agrees: the parent's
+ * CPUs within 10% of the hogs' own CPU time, its quota, that it was
+ * throttled, the children's weights and their order.
+ */
 TEST_F_TIMEOUT(cg, quota_of_a_parent_holds_for_its_children, 60)
 {
-	const char *top = cg_make(&self->c, "top", 100), *c1, *c2;
+	const char *margs[] = { "--monitor", "2", "--json", "--cgroups", "4", NULL };
+	const char *top = cg_make(&self->c, "top", 100), *c1, *c2, *rt, *r1, *r2;
 	unsigned long long a[WT_MAX_HOGS], b[WT_MAX_HOGS];
+	char max[64], bt[1024], b1[1024], b2[1024];
 	int n = self->nr_cpus;
-	double wall, u1, u2, want = n / 4.0;
-	char max[64];
+	double wall, u1, u2, want = n / 4.0, mon;
+	pid_t pid;
 
 	ASSERT_TRUE(top != NULL);
 	ASSERT_EQ(0, cg_write(top, "cgroup.subtree_control", "+cpu"));
@@ -419,13 +465,34 @@ TEST_F_TIMEOUT(cg, quota_of_a_parent_holds_for_its_children, 60)
 	ASSERT_TRUE(c1 != NULL && c2 != NULL);
 	ASSERT_EQ(0, cg_hogs(&self->c, c1, n));
 	ASSERT_EQ(n, cg_hogs(&self->c, c2, n));
+	pid = wt_proc_spawn(margs, MON_FILE, NULL);
+	ASSERT_LT(0, pid);
 	wall = measure(&self->c, 1.0, 5.0, a, b);
+	kill(pid, SIGINT);
+	EXPECT_EQ(0, wt_wait_exit(pid, 30)) TH_LOG("scx_wsched --monitor failed");
 	u1 = cpu_s(a, b, 0, n) / wall;
 	u2 = cpu_s(a, b, n, 2 * n) / wall;
 	TH_LOG("cpu.max %s on the parent: %.3f CPUs, want %.2f", max, u1 + u2, want);
 	expect_share(_metadata, "the subtree's CPUs, over its quota's", (u1 + u2) / want, 1.0);
 	expect_share(_metadata, "its weight-300 child", u2 / (u1 + u2), 0.75);
 	EXPECT_EQ(0, sched_ok());
+
+	rt = monitor_row("/scx_wsched_cg/top", bt, sizeof(bt));
+	r1 = monitor_row("/scx_wsched_cg/top/c1", b1, sizeof(b1));
+	r2 = monitor_row("/scx_wsched_cg/top/c2", b2, sizeof(b2));
+	ASSERT_TRUE(rt && r1 && r2) TH_LOG("--monitor showed no rows for %s and its children", top);
+	mon = json_num(rt, "cpus");
+	TH_LOG("--monitor: %s %.3f CPUs, hogs' own time %.3f", top, mon, u1 + u2);
+	EXPECT_GT(0.10, fabs(mon - (u1 + u2)) / (u1 + u2))
+		TH_LOG("--monitor's CPUs %.3f, the hogs' %.3f", mon, u1 + u2);
+	EXPECT_EQ(want * 100000, json_num(rt, "quota_us"));
+	EXPECT_EQ(100000, json_num(rt, "period_us"));
+	EXPECT_LT(0, json_num(rt, "nr_throttled"));
+	EXPECT_LT(0, json_num(rt, "throttled"));
+	EXPECT_EQ(100, json_num(r1, "weight"));
+	EXPECT_EQ(300, json_num(r2, "weight"));
+	EXPECT_LT(json_num(r1, "cpus"), json_num(r2, "cpus"));
+	unlink(MON_FILE);
 }
 
 WT_TEST_HARNESS_MAIN
