@@ -77,10 +77,12 @@ POLICY_TEST := $(BUILD)/tests/guest/scx_wsched_policy
 $(POLICY_TEST): $(TOP)/bpf/scx_wsched.h
 $(POLICY_TEST): KSFT_CFLAGS += -I$(TOP)/bpf
 
-# The cgroup test sizes its checks by the scheduler's header.
+# The cgroup test sizes its checks by the scheduler's header, and its
+# liars register for hints with libwsched.
 CGROUP_TEST := $(BUILD)/tests/parallel/scx_wsched_cgroup
-$(CGROUP_TEST): $(TOP)/bpf/scx_wsched.h
-$(CGROUP_TEST): KSFT_CFLAGS += -I$(TOP)/bpf
+$(CGROUP_TEST): $(WS_NORM_LIB) $(TOP)/bpf/scx_wsched.h $(wildcard $(TOP)/userspace/include/wsched/*.h)
+$(CGROUP_TEST): KSFT_CFLAGS += -I$(TOP)/bpf -I$(TOP)/userspace/include -pthread
+$(CGROUP_TEST): LDFLAGS += $(WS_NORM_LIB) -pthread
 
 # make install and uninstall (tests/native/install_test.sh), through a wrapper that
 # names this tree; it runs make install itself, on what make all built.

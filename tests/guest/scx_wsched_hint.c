@@ -13,6 +13,7 @@
  */
 #include <grp.h>
 #include <limits.h>
+#include <math.h>
 #include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
@@ -2276,11 +2277,19 @@ TEST_F_TIMEOUT(hint, thieves_run_after_workers, 60)
 
 /* ------------------------------------------------ a liar's CPU share */
 
-static void share_child(struct demo *sh, int idx, bool liar)
+/* @cg: the cgroup (a directory) it moves itself into first, or NULL. */
+static void share_child(struct demo *sh, int idx, bool liar, const char *cg)
 {
 	struct timespec ts;
+	char path[256], pid[32];
 
 	guest_pin(1);
+	if (cg) {
+		snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+		snprintf(pid, sizeof(pid), "%d", getpid());
+		if (wt_write_str(path, pid))
+			_exit(4);
+	}
 	if (ws_thread_register())
 		_exit(3);
 	if (liar)
@@ -2298,12 +2307,13 @@ static void share_child(struct demo *sh, int idx, bool liar)
 }
 
 /*
- * Two identical CPU-bound processes share CPU 1; one claims to be inside a
- * critical section for its whole life, and enters a nested one all the
- * time so that its cs_count keeps moving. Graces are at most one per run
- * and charged to its vtime: it gets at most 5% more CPU than the honest one.
+ * Two identical CPU-bound processes share CPU 1 for 5 s; with @liar the
+ * second claims to be inside a critical section for its whole life, and
+ * enters a nested one all the time so that its cs_count keeps moving
+ * (graces asked for at every slice end, and granted). @cg[i]: the cgroup
+ * of process i, or NULL. Returns the second's CPU time over the first's.
  */
-TEST_F_TIMEOUT(hint, endless_critical_section_gains_at_most_5pct, 60)
+static double liar_share(struct __test_metadata *_metadata, const char *const cg[2], bool liar)
 {
 	struct demo *sh = shared_mem(sizeof(*sh));
 	struct wsched_stats s0, s1;
@@ -2317,7 +2327,7 @@ TEST_F_TIMEOUT(hint, endless_critical_section_gains_at_most_5pct, 60)
 		pid[i] = fork();
 		ASSERT_LE(0, pid[i]);
 		if (pid[i] == 0)
-			share_child(sh, i, i == 1);
+			share_child(sh, i, liar && i == 1, cg[i]);
 	}
 	ASSERT_TRUE(wait_flag(&sh->ready, 2, 10));
 	wt_sleep(5.0);
@@ -2329,15 +2339,57 @@ TEST_F_TIMEOUT(hint, endless_critical_section_gains_at_most_5pct, 60)
 	ASSERT_EQ(0, read_stats(&s1));
 	ASSERT_LT(0ULL, sh->cpu_ns[0]);
 	ratio = (double)sh->cpu_ns[1] / (double)sh->cpu_ns[0];
-	TH_LOG("honest %.0f ms, liar %.0f ms of CPU (liar/honest %.3f); graces +%llu, "
+	TH_LOG("honest %.0f ms, %s %.0f ms of CPU (%.3f); graces +%llu, "
 	       "overruns +%llu, in-section preemptions +%llu",
-	       sh->cpu_ns[0] / 1e6, sh->cpu_ns[1] / 1e6, ratio,
+	       sh->cpu_ns[0] / 1e6, liar ? "liar" : "honest", sh->cpu_ns[1] / 1e6, ratio,
 	       (unsigned long long)(s1.nr_grace_granted - s0.nr_grace_granted),
 	       (unsigned long long)(s1.nr_grace_overrun - s0.nr_grace_overrun),
 	       (unsigned long long)(s1.nr_cs_preempted - s0.nr_cs_preempted));
-	EXPECT_LE(ratio, 1.05);
-	EXPECT_GT(s1.nr_cs_preempted - s0.nr_cs_preempted, 0);
+	if (liar) {
+		EXPECT_GT(s1.nr_cs_preempted - s0.nr_cs_preempted, 0);
+		EXPECT_GT(s1.nr_grace_granted - s0.nr_grace_granted, 0)
+			TH_LOG("no grace: no hint at work");
+	}
 	munmap(sh, sizeof(*sh));
+	return ratio;
+}
+
+/* The liar gets at most 5% more CPU than the honest one. */
+TEST_F_TIMEOUT(hint, endless_critical_section_gains_at_most_5pct, 60)
+{
+	const char *const cg[2] = { NULL, NULL };
+
+	EXPECT_LE(liar_share(_metadata, cg, true), 1.05);
+}
+
+#define HINT_CG "/sys/fs/cgroup/scx_wsched_hint"
+
+/*
+ * The same with the second in a cgroup of cpu.weight 100 beside the first
+ * one's of 300: it gets a third of the first's CPU time within 10% when
+ * honest, and as a liar at most 5% more than that (measured first, in the
+ * same boot: a weighted share on one CPU sits a few per cent off 1/3, and
+ * the hints are what is measured).
+ */
+TEST_F_TIMEOUT(hint, endless_critical_section_in_a_weighted_cgroup_gains_at_most_5pct, 60)
+{
+	const char *const cg[2] = { HINT_CG "/hi", HINT_CG "/lo" };
+	double honest, liar;
+
+	ASSERT_EQ(0, wt_write_str("/sys/fs/cgroup/cgroup.subtree_control", "+cpu"));
+	ASSERT_TRUE(!mkdir(HINT_CG, 0755) || errno == EEXIST);
+	ASSERT_EQ(0, wt_write_str(HINT_CG "/cgroup.subtree_control", "+cpu"));
+	ASSERT_TRUE(!mkdir(cg[0], 0755) || errno == EEXIST);
+	ASSERT_TRUE(!mkdir(cg[1], 0755) || errno == EEXIST);
+	ASSERT_EQ(0, wt_write_str(HINT_CG "/hi/cpu.weight", "300"));
+	ASSERT_EQ(0, wt_write_str(HINT_CG "/lo/cpu.weight", "100"));
+	honest = liar_share(_metadata, cg, false);
+	EXPECT_GT(0.10, fabs(honest * 3 - 1)) TH_LOG("weights 100 and 300: %.3f, not 1/3", honest);
+	liar = liar_share(_metadata, cg, true);
+	EXPECT_LE(liar, 1.05 * honest) TH_LOG("the liar %.3f, honest %.3f", liar, honest);
+	rmdir(cg[0]);
+	rmdir(cg[1]);
+	rmdir(HINT_CG);
 }
 
 /* ------------------------------------------------ worker preference */

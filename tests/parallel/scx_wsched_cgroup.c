@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "scx_wsched.h"
+#include "wsched/thread.h"
 #include "scx_wsched_util.h"
 #include "kselftest_harness.h"
 
@@ -357,51 +358,6 @@ TEST_F_TIMEOUT(cg, idle_cgroup_runs_where_nothing_else_would, 60)
 	EXPECT_EQ(0, sched_ok());
 }
 
-/*
- * cpu.max of @cpus CPUs (period 100 ms) on 2 x nr_cpus hogs beside
- * nr_cpus free hogs in an unlimited sibling of weight 100: the limited
- * cgroup's CPU time over 5 s is @cpus CPUs within 5%, and the sibling
- * takes the rest (no CPU idles while it could run): together at least 90%
- * of every CPU. The limited one's @weight gives it a share above its
- * quota, so the quota is what binds.
- */
-static void quota_holds(struct __test_metadata *_metadata, FIXTURE_DATA(cg) *self,
-			double cpus, int weight)
-{
-	const char *lim = cg_make(&self->c, "lim", weight), *free = cg_make(&self->c, "free", 100);
-	unsigned long long a[WT_MAX_HOGS], b[WT_MAX_HOGS];
-	int n = self->nr_cpus;
-	double l, f, wall;
-	char max[64];
-
-	ASSERT_TRUE(lim != NULL && free != NULL);
-	snprintf(max, sizeof(max), "%.0f 100000", cpus * 100000);
-	ASSERT_EQ(0, cg_write(lim, "cpu.max", max)) TH_LOG("cpu.max %s: %s", max, strerror(errno));
-	ASSERT_EQ(0, cg_hogs(&self->c, lim, 2 * n));
-	ASSERT_EQ(2 * n, cg_hogs(&self->c, free, n));
-	wall = measure(&self->c, 1.0, 5.0, a, b);
-	l = cpu_s(a, b, 0, 2 * n) / wall;
-	f = cpu_s(a, b, 2 * n, 3 * n) / wall;
-	TH_LOG("cpu.max %s: %.3f CPUs (want %.2f), the free sibling %.3f CPUs of %d",
-	       max, l, cpus, f, n);
-	EXPECT_GT(WT_CG_TOL, (l - cpus) / cpus < 0 ? (cpus - l) / cpus : (l - cpus) / cpus)
-		TH_LOG("the limited cgroup used %.3f CPUs, not %.2f", l, cpus);
-	EXPECT_LT(0.9 * n, l + f) TH_LOG("CPUs idled while the free sibling could run");
-	EXPECT_EQ(0, sched_ok());
-}
-
-/* Half a CPU (cpu.max 50000 100000), its weight's share a CPU or more. */
-TEST_F_TIMEOUT(cg, quota_half_a_cpu, 60)
-{
-	quota_holds(_metadata, self, 0.5, 100);
-}
-
-/* Half the CPUs, its weight's share three quarters of them. */
-TEST_F_TIMEOUT(cg, quota_half_the_cpus, 60)
-{
-	quota_holds(_metadata, self, self->nr_cpus / 2.0, 300);
-}
-
 #define MON_FILE "/tmp/scx_wsched_cg_monitor.out"
 
 /*
@@ -437,6 +393,131 @@ static double json_num(const char *obj, const char *key)
 	snprintf(k, sizeof(k), "\"%s\":", key);
 	v = obj ? strstr(obj, k) : NULL;
 	return v ? strtod(v + strlen(k), NULL) : -1;
+}
+
+/* Counter @key in the first (@last false) or last --monitor --json line
+ * of MON_FILE; -1 if none. */
+static double monitor_counter(const char *key, bool last)
+{
+	static char line[16384];
+	double v = -1;
+	FILE *f = fopen(MON_FILE, "r");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "{\"time_s\":", 10))
+			continue;
+		v = json_num(line, key);
+		if (!last)
+			break;
+	}
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/*
+ * A hog of a process registered for hints that claims a critical section
+ * all its life, entering a nested one all the time so that its cs_count
+ * moves: at every slice end it asks for a grace (as the hint tests' liar).
+ */
+static void liar_loop(struct wt_hog_report *r)
+{
+	if (ws_thread_register())
+		_exit(3);
+	ws_critical_enter();	/* and never leaves */
+	for (;;) {
+		volatile unsigned long x = 0;
+		int i;
+
+		for (i = 0; i < 20000; i++)
+			x += i;
+		ws_critical_enter();
+		ws_critical_exit();
+		r->cpu_ns = wt_thread_ns();
+	}
+}
+
+/* Start @n liars in @cg, as cg_hogs() does hogs. */
+static int cg_liars(struct wt_cg *self, const char *cg, int n)
+{
+	int first = self->hogs.n, i, k;
+	pid_t pid;
+
+	for (i = 0; i < n; i++) {
+		k = self->hogs.n;
+		if (k >= WT_MAX_HOGS || (pid = fork()) < 0)
+			return -1;
+		if (pid == 0)
+			liar_loop(&self->hogs.rep[k]);
+		self->hogs.pid[k] = pid;
+		self->hogs.n++;
+		if (cg_put(self, cg, k))
+			return -1;
+	}
+	return first;
+}
+
+/*
+ * cpu.max of @cpus CPUs (period 100 ms) on 2 x nr_cpus hogs beside
+ * nr_cpus free hogs in an unlimited sibling of weight 100: the limited
+ * cgroup's CPU time over 5 s is @cpus CPUs within 5%, and the sibling
+ * takes the rest (no CPU idles while it could run): together at least 90%
+ * of every CPU. The limited one's @weight gives it a share above its
+ * quota, so the quota is what binds. With @liars, half the limited hogs
+ * are liars (liar_loop()): graces are granted (counted by --monitor), and
+ * gain the cgroup nothing past its quota.
+ */
+static void quota_holds(struct __test_metadata *_metadata, FIXTURE_DATA(cg) *self,
+			double cpus, int weight, bool liars)
+{
+	const char *margs[] = { "--monitor", "1", "--json", "--cgroups", "0", NULL };
+	const char *lim = cg_make(&self->c, "lim", weight), *free = cg_make(&self->c, "free", 100);
+	unsigned long long a[WT_MAX_HOGS], b[WT_MAX_HOGS];
+	int n = self->nr_cpus;
+	double l, f, wall, graces;
+	char max[64];
+	pid_t pid = -1;
+
+	ASSERT_TRUE(lim != NULL && free != NULL);
+	snprintf(max, sizeof(max), "%.0f 100000", cpus * 100000);
+	ASSERT_EQ(0, cg_write(lim, "cpu.max", max)) TH_LOG("cpu.max %s: %s", max, strerror(errno));
+	ASSERT_EQ(0, liars ? cg_liars(&self->c, lim, n) : cg_hogs(&self->c, lim, n));
+	ASSERT_EQ(n, cg_hogs(&self->c, lim, n));
+	ASSERT_EQ(2 * n, cg_hogs(&self->c, free, n));
+	if (liars) {
+		pid = wt_proc_spawn(margs, MON_FILE, NULL);
+		ASSERT_LT(0, pid);
+	}
+	wall = measure(&self->c, 1.0, 5.0, a, b);
+	l = cpu_s(a, b, 0, 2 * n) / wall;
+	f = cpu_s(a, b, 2 * n, 3 * n) / wall;
+	TH_LOG("cpu.max %s: %.3f CPUs (want %.2f), the free sibling %.3f CPUs of %d",
+	       max, l, cpus, f, n);
+	EXPECT_GT(WT_CG_TOL, (l - cpus) / cpus < 0 ? (cpus - l) / cpus : (l - cpus) / cpus)
+		TH_LOG("the limited cgroup used %.3f CPUs, not %.2f", l, cpus);
+	EXPECT_LT(0.9 * n, l + f) TH_LOG("CPUs idled while the free sibling could run");
+	EXPECT_EQ(0, sched_ok());
+	if (!liars)
+		return;
+	kill(pid, SIGINT);
+	EXPECT_EQ(0, wt_wait_exit(pid, 30)) TH_LOG("scx_wsched --monitor failed");
+	graces = monitor_counter("nr_grace_granted", true) - monitor_counter("nr_grace_granted", false);
+	TH_LOG("graces granted meanwhile: %.0f", graces);
+	EXPECT_LT(0, graces) TH_LOG("no grace: the liars' hints were not at work");
+	unlink(MON_FILE);
+}
+
+/* Half a CPU (cpu.max 50000 100000), its weight's share a CPU or more;
+ * half its hogs liars asking for graces. */
+TEST_F_TIMEOUT(cg, quota_half_a_cpu, 60)
+{
+	quota_holds(_metadata, self, 0.5, 100, true);
+}
+
+/* Half the CPUs, its weight's share three quarters of them. */
+TEST_F_TIMEOUT(cg, quota_half_the_cpus, 60)
+{
+	quota_holds(_metadata, self, self->nr_cpus / 2.0, 300, false);
 }
 
 /*
