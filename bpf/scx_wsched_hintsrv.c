@@ -80,7 +80,7 @@ struct hint_conn {
 	__u32 tgid;
 	__u32 uid;		/* the peer's, at connect() */
 	__u32 map_id;		/* its array's id, to follow it after the connection */
-	bool acked;		/* sent an acknowledgement while it waited */
+	bool acked;		/* its WS_HINT_ASK_ACK was taken (and answered while it waited) */
 };
 
 /*
@@ -377,12 +377,20 @@ static int hint_listen(struct hint_server *hs, const char *path, long gid,
 	 * SO_PEERCRED gives a client's pid as seen from this process's PID
 	 * namespace, and hint_procs is keyed by the kernel's (the initial
 	 * namespace's) tgid: elsewhere every entry would name another
-	 * process. Without /proc there is nothing to check.
+	 * process. What cannot be told (no /proc) is refused as well.
 	 */
-	if (!pid_ns_initial()) {
+	switch (pid_ns_initial()) {
+	case 1:
+		break;
+	case 0:
 		snprintf(why, why_len,
 			 "the loader runs in a PID namespace other than the initial one, "
 			 "where its clients' process ids are not the kernel's");
+		return -EPERM;
+	default:
+		snprintf(why, why_len,
+			 "cannot tell whether the loader runs in the initial PID namespace "
+			 "(/proc/self/ns/pid: %s)", strerror(errno));
 		return -EPERM;
 	}
 	strcpy(dir, path);
@@ -507,11 +515,19 @@ static void hint_bucket(struct hint_server *hs, __u32 tgid, int d)
 				   __ATOMIC_RELAXED);
 }
 
-/* True if connection @i is gone: socket hangup or process exit. */
+/*
+ * True if connection @c is to be closed: socket hangup, process exit, or
+ * anything sent on it after the registration. A client sends one byte,
+ * WS_HINT_ASK_ACK, before its answer and nothing after; that byte may
+ * arrive after the answer if the server answered first, and is taken
+ * once. Anything else is closed on, not drained: the socket's events are
+ * level-triggered, so a client writing without pause would otherwise keep
+ * the loader reading for as long as it likes.
+ */
 static bool hint_conn_gone(struct hint_conn *c, short sock_ev, short pid_ev)
 {
-	char junk[256];
-	int k;
+	unsigned char b[2];
+	ssize_t n;
 
 	if (pid_ev & (POLLIN | POLLHUP | POLLERR))
 		return true;
@@ -519,15 +535,14 @@ static bool hint_conn_gone(struct hint_conn *c, short sock_ev, short pid_ev)
 		return true;
 	if (!(sock_ev & POLLIN))
 		return false;
-	for (k = 0; k < 16; k++) {	/* clients send nothing; drop what they do */
-		ssize_t n = recv(c->sock, junk, sizeof(junk), MSG_DONTWAIT);
-
-		if (n == 0)
-			return true;
-		if (n < 0)
-			return errno != EAGAIN && errno != EINTR;
+	n = recv(c->sock, b, c->acked ? sizeof(b) : 1, MSG_DONTWAIT);
+	if (n < 0)
+		return errno != EAGAIN && errno != EINTR;
+	if (n == 1 && !c->acked && b[0] == WS_HINT_ASK_ACK) {
+		c->acked = true;	/* the late ask: nothing more may come */
+		return false;
 	}
-	return false;
+	return true;
 }
 
 /*

@@ -741,6 +741,67 @@ TEST_F_TIMEOUT(hint, sigkilled_process_loses_its_entry, 60)
 	EXPECT_TRUE(wait_gone(kid, 5)) TH_LOG("entry of the killed process %d stays", kid);
 }
 
+/* The CPU time of single-threaded @pid so far, ns; -1 if unknown. */
+static long long proc_cpu_ns(pid_t pid)
+{
+	char path[64];
+	long long ns = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", pid);
+	f = fopen(path, "r");
+	if (f && fscanf(f, "%lld", &ns) != 1)
+		ns = -1;
+	if (f)
+		fclose(f);
+	return ns;
+}
+
+/*
+ * Junk on a registered connection (the attack: register, then write
+ * without pause, so that the socket, level-triggered, keeps the root
+ * loader reading): the loader closes the connection at the first byte and
+ * drops the registration, and over the 2 s of writing it uses under 2% of
+ * a CPU.
+ */
+TEST_F_TIMEOUT(hint, junk_after_registration_closes_the_connection, 60)
+{
+	static const char junk[4096];
+	struct ws_hint_hello hello;
+	long long c0, c1;
+	double t0, t1, closed_at = 0;
+	int s, fd;
+	ssize_t n;
+
+	s = wt_hint_connect();
+	ASSERT_LE(0, s);
+	ASSERT_EQ((ssize_t)sizeof(hello), wt_hint_answer(s, &hello, &fd));
+	ASSERT_LE(0, fd) TH_LOG("not registered");
+	close(fd);
+	fd = slots_of(getpid());
+	ASSERT_LE(0, fd);
+	close(fd);
+	c0 = proc_cpu_ns(self->pid);
+	t0 = wt_now();
+	while ((t1 = wt_now()) < t0 + 2) {
+		if (closed_at) {
+			wt_sleep(0.05);
+			continue;
+		}
+		n = send(s, junk, sizeof(junk), MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			closed_at = t1;
+	}
+	c1 = proc_cpu_ns(self->pid);
+	close(s);
+	ASSERT_LE(0, c0);
+	TH_LOG("closed after %.3f s; the loader used %.1f%% of a CPU meanwhile",
+	       closed_at ? closed_at - t0 : -1, (c1 - c0) / 1e7 / (t1 - t0));
+	EXPECT_NE(0, closed_at) TH_LOG("the loader kept a connection that sends junk");
+	EXPECT_TRUE(wait_gone(getpid(), 2)) TH_LOG("the registration outlived its connection");
+	EXPECT_GT(0.02 * (t1 - t0) * 1e9, (double)(c1 - c0));
+}
+
 /* ------------------------------------------------ PID reuse */
 
 /* Make the next fork get pid @pid (root: ns_last_pid); the child pauses.
@@ -1134,6 +1195,26 @@ TEST(loader_in_a_pid_namespace_fails)
 	st = system(cmd);
 	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1) TH_LOG("status %#x", st);
 	EXPECT_TRUE(wt_file_contains(ERR_FILE, "PID namespace other than the initial one"));
+	EXPECT_TRUE(wt_wait_state(false, 1));
+}
+
+/*
+ * Without /proc (an empty tmpfs over it, in a mount namespace of its own)
+ * the loader cannot tell its PID namespace: it refuses to serve hints
+ * (status 1, one line) rather than assume the initial one.
+ */
+TEST(loader_without_proc_fails_closed)
+{
+	char cmd[PATH_MAX + 192];
+	int st;
+
+	/* timeout: a loader that went on to load is stopped, not left behind */
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 20 unshare --mount sh -c 'mount -t tmpfs none /proc && exec %s' 2>%s",
+		 wt_bin(), ERR_FILE);
+	st = system(cmd);
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1) TH_LOG("status %#x", st);
+	EXPECT_TRUE(wt_file_contains(ERR_FILE, "cannot tell whether the loader runs in the initial PID namespace"));
 	EXPECT_TRUE(wt_wait_state(false, 1));
 }
 
