@@ -16,6 +16,7 @@
  */
 #include <math.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "scx_wsched.h"
@@ -362,26 +363,29 @@ TEST_F_TIMEOUT(cg, idle_cgroup_runs_where_nothing_else_would, 60)
 
 /*
  * The object of @cgroup (its path under the cgroup2 mount) in the last
- * --monitor --json line of MON_FILE, copied to @buf; NULL if none.
+ * --monitor --json line of MON_FILE that has one, copied to @buf; NULL if
+ * none.
  */
 static const char *monitor_row(const char *cgroup, char *buf, size_t len)
 {
 	static char line[16384];
-	char key[160], last[16384] = "", *o, *end;
+	char key[160], *o, *end;
+	const char *found = NULL;
 	FILE *f = fopen(MON_FILE, "r");
 
 	if (!f)
 		return NULL;
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, "\"cgroups\":["))
-			memcpy(last, line, sizeof(last));
-	fclose(f);
 	snprintf(key, sizeof(key), "{\"path\":\"%s\",", cgroup);
-	if (!(o = strstr(last, key)) || !(end = strchr(o, '}')) || (size_t)(end - o) >= len)
-		return NULL;
-	memcpy(buf, o, end - o);
-	buf[end - o] = '\0';
-	return buf;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strstr(line, "\"cgroups\":[") || !(o = strstr(line, key)) ||
+		    !(end = strchr(o, '}')) || (size_t)(end - o) >= len)
+			continue;
+		memcpy(buf, o, end - o);
+		buf[end - o] = '\0';
+		found = buf;
+	}
+	fclose(f);
+	return found;
 }
 
 /* Member @key of the JSON object @obj as a number (-1: none). */
@@ -518,6 +522,72 @@ TEST_F_TIMEOUT(cg, quota_half_a_cpu, 60)
 TEST_F_TIMEOUT(cg, quota_half_the_cpus, 60)
 {
 	quota_holds(_metadata, self, self->nr_cpus / 2.0, 300, false);
+}
+
+/*
+ * cpu.max.burst: a cgroup at cpu.max 20000 100000 with a burst of 20000
+ * runs a 30 ms chunk of CPU every 200 ms (0.15 CPUs on average, under its
+ * quota): each chunk is more than a period's quota but within quota +
+ * burst, which the idle periods before it saved up, so none is throttled
+ * and each takes about its 30 ms; without the burst each would be
+ * throttled at 20 ms and wait for the next period. Ten chunks, after
+ * 300 ms of idle: no throttle counted (--monitor), the median chunk's
+ * wall time under 45 ms.
+ */
+TEST_F_TIMEOUT(cg, burst_lets_saved_quota_run_at_once, 60)
+{
+	const char *margs[] = { "--monitor", "1", "--json", "--cgroups", "3", NULL };
+	const char *bur = cg_make(&self->c, "bur", 100);
+	double *wall = mmap(NULL, 10 * sizeof(double), PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	double sorted[10], thr;
+	char row[1024];
+	pid_t pid, kid;
+	int i, j, st;
+
+	ASSERT_TRUE(bur != NULL && wall != MAP_FAILED);
+	ASSERT_EQ(0, cg_write(bur, "cpu.max", "20000 100000"));
+	ASSERT_EQ(0, cg_write(bur, "cpu.max.burst", "20000"))
+		TH_LOG("cpu.max.burst: %s", strerror(errno));
+	pid = wt_proc_spawn(margs, MON_FILE, NULL);
+	ASSERT_LT(0, pid);
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		char me[32];
+
+		snprintf(me, sizeof(me), "%d", getpid());
+		if (cg_write(bur, "cgroup.procs", me))
+			_exit(1);
+		wt_sleep(0.3);
+		for (i = 0; i < 10; i++) {
+			unsigned long long c0 = wt_thread_ns();
+			double t0 = wt_now();
+
+			while (wt_thread_ns() - c0 < 30 * 1000 * 1000ULL)
+				;
+			wall[i] = wt_now() - t0;
+			wt_sleep(0.2 - wall[i] > 0.1 ? 0.2 - wall[i] : 0.1);
+		}
+		_exit(0);
+	}
+	ASSERT_EQ(kid, waitpid(kid, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	wt_sleep(1.2);	/* a --monitor line after the last chunk */
+	kill(pid, SIGINT);
+	EXPECT_EQ(0, wt_wait_exit(pid, 30));
+	for (i = 0; i < 10; i++) {	/* insertion sort */
+		for (j = i; j > 0 && sorted[j - 1] > wall[i]; j--)
+			sorted[j] = sorted[j - 1];
+		sorted[j] = wall[i];
+	}
+	thr = json_num(monitor_row("/scx_wsched_cg/bur", row, sizeof(row)), "nr_throttled");
+	TH_LOG("30 ms chunks: %.1f ms median, %.1f-%.1f ms; throttled %.0f times",
+	       sorted[4] * 1e3, sorted[0] * 1e3, sorted[9] * 1e3, thr);
+	EXPECT_EQ(0, thr) TH_LOG("throttled within its quota plus burst");
+	EXPECT_GT(0.045, sorted[4]) TH_LOG("the chunks waited for the next period");
+	munmap(wall, 10 * sizeof(double));
+	unlink(MON_FILE);
 }
 
 /*
