@@ -612,10 +612,10 @@ TEST_F_TIMEOUT(hint, eleven_hundred_processes_register, 400)
 	       burst_cpu, 100 * burst_cpu / burst_s, 1e3 * burst_cpu / MANY_PROCS, waited_max,
 	       over1);
 	/* While they all wait, registered or refused, the loader idles. */
-	c0 = wt_proc_cpu_s(self->pid);
+	c0 = wt_proc_run_s(self->pid);	/* the loader is single-threaded */
 	t0 = wt_now();
 	wt_sleep(3);
-	c1 = wt_proc_cpu_s(self->pid);
+	c1 = wt_proc_run_s(self->pid);
 	for (p = 0; p < MANY_PROCS; p++) {
 		int rc = sh->rc[p];
 
@@ -764,7 +764,7 @@ TEST_F_TIMEOUT(hint, junk_after_registration_closes_the_connection, 60)
 	fd = slots_of(getpid());
 	ASSERT_LE(0, fd);
 	close(fd);
-	c0 = wt_proc_cpu_s(self->pid);
+	c0 = wt_proc_run_s(self->pid);	/* the loader is single-threaded */
 	t0 = wt_now();
 	while ((t1 = wt_now()) < t0 + 2) {
 		if (closed_at) {
@@ -775,7 +775,7 @@ TEST_F_TIMEOUT(hint, junk_after_registration_closes_the_connection, 60)
 		if (n < 0 && errno != EAGAIN && errno != EINTR)
 			closed_at = t1;
 	}
-	c1 = wt_proc_cpu_s(self->pid);
+	c1 = wt_proc_run_s(self->pid);
 	close(s);
 	ASSERT_LE(0, c0);
 	TH_LOG("closed after %.3f s; the loader used %.1f%% of a CPU meanwhile",

@@ -96,6 +96,25 @@ static inline double wt_proc_cpu_s(pid_t pid)
 	return (double)(ut + st) / sysconf(_SC_CLK_TCK);
 }
 
+/* The run time of @pid's main thread so far (its schedstat: the kernel's
+ * sum_exec_runtime, to the nanosecond, where /proc/PID/stat counts clock
+ * ticks), in s; -1 if unknown. For a single-threaded process: its CPU
+ * time. */
+static inline double wt_proc_run_s(pid_t pid)
+{
+	char path[64];
+	long long ns = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", pid);
+	f = fopen(path, "r");
+	if (f && fscanf(f, "%lld", &ns) != 1)
+		ns = -1;
+	if (f)
+		fclose(f);
+	return ns < 0 ? -1 : ns / 1e9;
+}
+
 /* User + system CPU time between two getrusage() readings, in ms. */
 static inline long wt_rusage_cpu_ms(const struct rusage *r0, const struct rusage *r1)
 {
