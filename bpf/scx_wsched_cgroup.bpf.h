@@ -141,7 +141,6 @@ static __always_inline u32 cg_slot_factor(s32 slot)
 	return cg->factor;
 }
 
-
 /* @vt, a run's vtime at weight 100/weight, at the share factor @factor. */
 static __always_inline u64 cg_scale(u64 vt, u32 factor)
 {

@@ -74,7 +74,6 @@ __noinline int cg_pass_quota(u32 s, u64 now)
 	}
 	if (!cg->quota_ns) {
 		if (cg->throttled_at) {	/* cpu.max set to max */
-			cg->throttled_ns += now - cg->throttled_at;
 			cg->throttled_at = 0;
 			cg_release(s);
 		}
@@ -96,7 +95,6 @@ __noinline int cg_pass_quota(u32 s, u64 now)
 	if (time_before(cg->period_end, now))
 		cg->period_end = now + cg->period_ns;
 	if (cg->throttled_at && cg->budget > 0) {
-		cg->throttled_ns += now - cg->throttled_at;
 		cg->throttled_at = 0;
 		cg_release(s);
 	}
@@ -127,7 +125,7 @@ static __always_inline bool cg_tick(struct task_struct *p, s32 cpu)
 	if (c->cur_pid != (u32)p->pid)
 		return false;
 	cg_charge(cpu, p->se.sum_exec_runtime);
-	if (!cg_quotas || c->cur_slot <= 0 || cg_throttled(c->cur_slot) < 0)
+	if (cg_throttled(c->cur_slot) < 0)
 		return false;
 	scx_bpf_task_set_slice(p, 0);
 	return true;
