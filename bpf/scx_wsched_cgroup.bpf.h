@@ -102,6 +102,10 @@ static u32 cg_slots_end;	/* every slot in use is below it */
 static u32 cg_next = 1;		/* where the search for a free slot starts */
 static u32 cg_max_level;	/* the deepest level with a slot */
 static u32 cg_quotas;		/* slots with a cpu.max quota */
+/* a throttled slot lost its quota: release it (volatile: a static the
+ * compiler sees set only to 0 and 1 it would shrink to a byte, which the
+ * BTF of .bss, a u32, would not describe) */
+static volatile u32 cg_release_due;
 
 /* The deque where the tasks of throttled cgroup @slot wait. */
 #define CG_DSQ(slot)		((1ULL << 32) + (u32)(slot))
@@ -514,6 +518,10 @@ static __always_inline void cg_set_quota(struct wsched_cgroup *cg, u64 period_us
 		cg->quota_ns = 0;
 		if (had && cg_quotas)
 			cg_quotas--;
+		/* its parked tasks wait for the quota pass, which runs while
+		 * a quota exists: this may have been the last */
+		if (cg->throttled_at)
+			cg_release_due = 1;
 		return;
 	}
 	cg->period_ns = period_us * 1000;

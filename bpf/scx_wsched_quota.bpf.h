@@ -106,8 +106,9 @@ static __always_inline void cg_quota_refresh(void)
 	u32 end = cg_slots_end, s;
 	u64 now = scx_bpf_now();
 
-	if (!cg_quotas)
+	if (!cg_quotas && !cg_release_due)
 		return;
+	cg_release_due = 0;	/* before the pass: one set during it waits for the next */
 	if (end > WSCHED_MAX_CGROUPS)
 		end = WSCHED_MAX_CGROUPS;
 	bpf_for(s, 1, end)
@@ -162,7 +163,7 @@ static int cg_timer_fire(void *map, int *key, struct cg_timer *t)
 
 	if (cg_refresh() > 1)
 		period = CG_PERIOD_NS;
-	if (cg_quotas) {
+	if (cg_quotas || cg_release_due) {
 		cg_quota_refresh();
 		period = CG_PERIOD_NS;
 	}

@@ -525,6 +525,30 @@ TEST_F_TIMEOUT(cg, quota_half_the_cpus, 60)
 }
 
 /*
+ * cpu.max set back to max while the cgroup is throttled (its only quota,
+ * so no quota is left anywhere): its parked tasks run again at once, and
+ * over the next 2 s they get their share, as if never limited.
+ */
+TEST_F_TIMEOUT(cg, quota_removed_while_throttled_releases_its_tasks, 60)
+{
+	const char *lim = cg_make(&self->c, "lim", 100);
+	unsigned long long a[WT_MAX_HOGS], b[WT_MAX_HOGS];
+	int n = self->nr_cpus;
+	double l;
+
+	ASSERT_TRUE(lim != NULL);
+	ASSERT_EQ(0, cg_write(lim, "cpu.max", "1000 100000"));
+	ASSERT_EQ(0, cg_hogs(&self->c, lim, 2 * n));
+	wt_sleep(0.5);	/* a hundredth of a CPU: throttled nearly all the time */
+	ASSERT_EQ(0, cg_write(lim, "cpu.max", "max"));
+	l = measure(&self->c, 0.2, 2.0, a, b);
+	l = cpu_s(a, b, 0, 2 * n) / l;
+	TH_LOG("after cpu.max went back to max: %.3f CPUs of %d", l, n);
+	EXPECT_LT(0.8 * n, l) TH_LOG("the parked tasks stayed parked");
+	EXPECT_EQ(0, sched_ok());
+}
+
+/*
  * cpu.max.burst: a cgroup at cpu.max 20000 100000 with a burst of 20000
  * runs a 30 ms chunk of CPU every 200 ms (0.15 CPUs on average, under its
  * quota): each chunk is more than a period's quota but within quota +
