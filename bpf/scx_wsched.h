@@ -97,7 +97,7 @@ struct wsched_cgroup {
 	X(nr_yield_to)		/* ops.yield() with a target (yield_to()) */ \
 	X(nr_yield_to_handoff)	/* ... the target was moved here and ran next */ \
 	X(nr_yield_to_boost)	/* ... the target could not run here: moved to the head of its own CPU */ \
-	X(nr_yield_to_unfair)	/* ... declined: the target is too far ahead in vtime of those it would jump */ \
+	X(nr_yield_to_unfair)	/* ... declined: the target would jump a head on no place before it */ \
 	X(nr_yield_hint)	/* sched_yield() naming a target of its own process in a hint slot */ \
 	X(nr_yield_hint_handoff)	/* ... the target was found queued and runs next */ \
 	X(nr_yield_all)		/* sched_yield() of a registered thread: queued behind this CPU's deque */ \

@@ -32,12 +32,16 @@ WS_TUNABLE u32 llc_cpus[WSCHED_MAX_CPUS];		/* CPUs grouped by LLC */
 /*
  * A directed yield's target, which the CPU's next dispatch runs first:
  * left by ops.yield (pid 0: none), with the deque it was queued on, and
- * whether it was a boost on its own CPU (it may not run on the yielder's).
+ * whether it was a boost on its own CPU (it may not run on the yielder's);
+ * for a handoff, the place it may run on (scx_wsched_yield.bpf.h).
  */
 struct yield_target {
 	u32 pid;
 	u32 dsq;
 	u32 boost;	/* a boost: the yielder's tgid; 0: a handoff to this CPU */
+	u32 from;	/* a handoff: the yielder's pid */
+	u64 place;	/* its vtime at the start of its run */
+	u64 slice;	/* what was left of its slice */
 };
 
 /*

@@ -77,9 +77,9 @@ static __always_inline u64 run_slice(u32 state)
  * section) is preempted and its next dispatch runs @p.
  *
  * Only @p's own process's threads are displaced: a process trades its own
- * thieves for its own workers and takes nothing from anyone else. @p may
- * not jump more than YIELD_LEAD_SLICES ahead of what waits there
- * (yield_fair()); the thief keeps its place by vtime. A thief is displaced
+ * thieves for its own workers and takes nothing from anyone else. @p jumps
+ * what waits there only on the thief's place, which the thief then pays
+ * for (place_check() at that CPU's dispatch). A thief is displaced
  * only after it has run for thief_slice(), so threads that flip between
  * WORKER and THIEF cannot displace each other faster than that, and the
  * deque's head gets its turn by vtime in between. Bounded: at most
@@ -115,8 +115,7 @@ static __always_inline void prefer_worker(struct task_struct *p, s32 cpu)
 		    time_before(now, cpu_ctx(c)->cur_start + thief_slice()))
 			continue;
 		if (!bpf_cpumask_test_cpu(c, p->cpus_ptr) ||
-		    !hint_pid_is_idle_thief(slots, p, cpu_ctx(c)->cur_pid) ||
-		    !yield_fair(p, c))
+		    !hint_pid_is_idle_thief(slots, p, cpu_ctx(c)->cur_pid))
 			continue;
 		wt = &cpu_ctx(c)->worker_target;
 		wt->dsq = cpu;
@@ -130,11 +129,12 @@ static __always_inline void prefer_worker(struct task_struct *p, s32 cpu)
 
 /*
  * prefer_worker() preempted a thief on @cpu for a worker: move that worker
- * here so it runs next. If what the kick preempted (@prev) is no longer an
- * idle thief of the worker's process (it stopped, or entered a critical
- * section, between prefer_worker()'s look and the kick: the same test as
- * there), the target is dropped and prev competes by vtime as after any
- * slice. A worker that is gone leaves the dispatch to the normal path.
+ * here so it runs next, on the thief's place (place_check()). If what the
+ * kick preempted (@prev) is no longer an idle thief of the worker's
+ * process (it stopped, or entered a critical section, between
+ * prefer_worker()'s look and the kick: the same test as there), the target
+ * is dropped and prev competes by vtime as after any slice. A worker that
+ * is gone, or may not jump, leaves the dispatch to the normal path.
  */
 static __always_inline bool dispatch_worker_target(s32 cpu, struct task_struct *prev)
 {
@@ -146,12 +146,14 @@ static __always_inline bool dispatch_worker_target(s32 cpu, struct task_struct *
 	wt->pid = 0;
 	if (dsq >= nr_cpus)
 		return false;
-	if (prev && (prev->scx.flags & WS_TASK_QUEUED) &&
-	    (prev->tgid != tgid || !hint_task_is_idle_thief(prev))) {
+	if (!prev || !(prev->scx.flags & WS_TASK_QUEUED))
+		prev = NULL;	/* the thief slept: nobody's place to give */
+	else if (prev->tgid != tgid || !hint_task_is_idle_thief(prev)) {
 		STAT_INC(nr_thief_preempt_stale);
 		return false;
 	}
-	if (dsq_move_pid(cpu, dsq, pid, NULL, 0) != WS_MOVED)
+	if (dsq_move_pid(cpu, dsq, pid, NULL, 0, prev, prev ? prev->scx.dsq_vtime : 0,
+			 min_slice()) != WS_MOVED)
 		return false;
 	STAT_INC(nr_thief_preempted);
 	return true;
@@ -167,9 +169,10 @@ static __always_inline bool dispatch_worker_target(s32 cpu, struct task_struct *
  * outruns a nice-0 worker even charged WS_THIEF_CHARGE x), and
  * prefer_worker() acts only when the worker is queued; this catches every
  * thief that holds or gets a CPU afterwards, at most a thief slice later,
- * with no kick. The worker takes exactly the thief's turn, so only the
- * thief's process pays, and may not be more than YIELD_LEAD_SLICES ahead of
- * this CPU's head (yield_fair()). Bounded: STEAL_SWEEP_MAX + 1 entries read
+ * with no kick. The worker takes exactly the thief's turn, its place
+ * (@prev won against this CPU's head by vtime), and the thief pays for it
+ * (place_check(), place_pass()), so only the thief's process pays, once
+ * per place. Bounded: STEAL_SWEEP_MAX + 1 entries read
  * (this CPU's first, then from a random start), one deque scanned (at most
  * YIELD_SCAN_MAX entries).
  */
@@ -199,7 +202,7 @@ static __always_inline bool dispatch_queued_worker(s32 cpu, struct task_struct *
 	}
 	if (!pid)
 		return false;
-	found = dsq_move_pid(cpu, c, pid, slots, tgid);
+	found = dsq_move_pid(cpu, c, pid, slots, tgid, prev, prev->scx.dsq_vtime, min_slice());
 	if (found == WS_MOVED) {
 		cpu_ctx(c)->queued_worker.pid = 0;
 		STAT_INC(nr_worker_pulled);

@@ -7,12 +7,27 @@
  * - yield_to() through wsched.ko, or a target named in a hint slot: the
  *   target runs next on this CPU (a handoff) or, if it may not run here,
  *   at the head of its own CPU (a boost), never by preempting another
- *   process's task (kick_for_yield()) and never more than
- *   YIELD_LEAD_SLICES ahead of those it jumps (yield_fair()). The target
- *   is left in ws_cpu.yield_target and moved by that CPU's next dispatch
+ *   process's task (kick_for_yield()). The target is left in
+ *   ws_cpu.yield_target and moved by that CPU's next dispatch
  *   (dispatch_yield_target()); worker preference moves its targets the
  *   same way (dsq_move_pid()).
- * The yielder pays: its vtime goes past whoever it lets run first.
+ *
+ * Jumps ahead of a deque's order, the one rule for all of them (directed
+ * yields, worker preference): a target whose vtime is after the head's of
+ * the deque it would jump runs first only on the place of a task that had
+ * one, the claimant: the yielder, or the thread of the same process that
+ * the target displaces, whose vtime at the start of its run was not after
+ * the head's (place_check()). The claimant pays: its vtime goes to at
+ * least the target's, after the head's, so it passes a place on at most
+ * once while the head waits; the target runs at most a cut slice
+ * (min_slice()) on it, and a handoff's at most what was left of the
+ * yielder's slice. A task queued on a deque therefore waits only for the
+ * tasks whose place is before its own, each for a cut slice, and for at
+ * most one cut slice more of a target that each of them passes its place
+ * to, however many yields and worker preferences happen around it: twice
+ * what it waits without them. (A grace for a critical section lengthens
+ * the run of a task that has a CPU, not anyone's place: the hint
+ * fragment bounds it.)
  */
 #ifndef __SCX_WSCHED_YIELD_BPF_H
 #define __SCX_WSCHED_YIELD_BPF_H
@@ -25,26 +40,46 @@
 #include "scx_wsched_tunables.bpf.h"
 
 #define YIELD_SCAN_MAX		256	/* deque entries searched for a yield target */
-/* vtime a yield target may be ahead of a deque's head, in base slices */
-#define YIELD_LEAD_SLICES	16
+
+/* What place_check() allows a target. */
+enum ws_jump {
+	WS_JUMP_NONE,	/* it jumps nobody: not after the deque's head */
+	WS_JUMP_PLACE,	/* it jumps the head, on the claimant's place */
+	WS_JUMP_REFUSED,/* it would jump the head, and no place lets it */
+};
 
 /*
- * May @to be run ahead of the tasks waiting on deque @dsq? Only while its
- * vtime is at most YIELD_LEAD_SLICES base slices ahead of the deque's head,
- * or two threads yielding to each other would keep a CPU between them
- * (each dispatch runs the last call's target) and starve everything else.
+ * May @to run before the tasks waiting on deque @dsq? Freely if its vtime
+ * is not after the head's: it would be first there anyway, or level. Else
+ * only on the place of @claimant (NULL: none), whose vtime at the start of
+ * its run, @place, must not be after the head's: it was due before the
+ * head, and gives that turn to @to.
  */
-static __always_inline bool yield_fair(struct task_struct *to, u64 dsq)
+static __always_inline enum ws_jump place_check(struct task_struct *to, u64 dsq,
+						struct task_struct *claimant, u64 place)
 {
 	struct task_struct *head;
+	u64 head_vt;
 
 	if (dsq >= nr_cpus)
-		return true;
+		return WS_JUMP_NONE;
 	head = __COMPAT_scx_bpf_dsq_peek(dsq);
 	if (!head)
-		return true;
-	return !time_before(head->scx.dsq_vtime + YIELD_LEAD_SLICES * slice_ns,
-			    to->scx.dsq_vtime);
+		return WS_JUMP_NONE;
+	head_vt = head->scx.dsq_vtime;
+	if (!time_before(head_vt, to->scx.dsq_vtime))
+		return WS_JUMP_NONE;
+	if (claimant && !time_before(head_vt, place))
+		return WS_JUMP_PLACE;
+	return WS_JUMP_REFUSED;
+}
+
+/* The claimant of a jump pays for it: its vtime goes to at least the
+ * target's, @vt. */
+static __always_inline void place_pass(struct task_struct *claimant, u64 vt)
+{
+	if (claimant && time_before(claimant->scx.dsq_vtime, vt))
+		scx_bpf_task_set_dsq_vtime(claimant, vt);
 }
 
 /* What dsq_move_pid() found. */
@@ -56,17 +91,21 @@ enum ws_found {
 
 /*
  * Move the task whose pid is @pid, among the first YIELD_SCAN_MAX tasks of
- * deque @dsq, to @cpu's local DSQ, if it may run there (may_run_on()). With
- * @slots (a worker pull, dispatch_queued_worker()) the task found must also
- * be of process @tgid and say WORKER in that process's slot array, else it
- * counts as gone, and may not be more than YIELD_LEAD_SLICES ahead of
- * @cpu's deque (yield_fair()), else it stays.
+ * deque @dsq, to @cpu's local DSQ, if it may run there (may_run_on()) and
+ * place_check() allows it before @cpu's deque on @claimant's @place; a
+ * jump on that place runs at most @slice (then @claimant pays,
+ * place_pass()). With @slots (a worker pull, dispatch_queued_worker()) the
+ * task found must also be of process @tgid and say WORKER in that
+ * process's slot array, else it counts as gone.
  */
 static __always_inline enum ws_found dsq_move_pid(s32 cpu, u64 dsq, u32 pid, void *slots,
-						  u32 tgid)
+						  u32 tgid, struct task_struct *claimant,
+						  u64 place, u64 slice)
 {
 	struct task_struct *p;
+	enum ws_jump jump;
 	u32 n = 0;
+	u64 vt;
 
 	bpf_for_each(scx_dsq, p, dsq, 0) {
 		if (++n > YIELD_SCAN_MAX)
@@ -75,10 +114,24 @@ static __always_inline enum ws_found dsq_move_pid(s32 cpu, u64 dsq, u32 pid, voi
 			continue;
 		if (slots && (p->tgid != tgid || !hint_task_is_worker_in(slots, p)))
 			return WS_GONE;
-		if (!may_run_on(p, cpu) || (slots && !yield_fair(p, cpu)))
+		if (!may_run_on(p, cpu))
 			return WS_STAYS;
+		jump = place_check(p, cpu, claimant, place);
+		if (jump == WS_JUMP_REFUSED)
+			return WS_STAYS;
+		if (jump == WS_JUMP_PLACE) {
+			if (slice > min_slice())
+				slice = min_slice();
+			if (slice < WSCHED_SLICE_US_MIN * 1000ULL)
+				slice = WSCHED_SLICE_US_MIN * 1000ULL;
+			if (slice < p->scx.slice)
+				scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, slice);
+		}
+		vt = p->scx.dsq_vtime;
 		if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, WS_DSQ_LOCAL, 0))
 			return WS_GONE;
+		if (jump == WS_JUMP_PLACE)
+			place_pass(claimant, vt);
 		return WS_MOVED;
 	}
 	return WS_GONE;
@@ -86,26 +139,46 @@ static __always_inline enum ws_found dsq_move_pid(s32 cpu, u64 dsq, u32 pid, voi
 
 /*
  * A yield_to() on this CPU, or a boost from another CPU, left a target:
- * move it from its deque to this CPU's local DSQ so it runs next. A target
- * that is gone (it ran, was stolen, went to sleep) leaves the dispatch to
- * the normal path.
+ * move it from its deque to this CPU's local DSQ so it runs next, if the
+ * place it runs on still allows it (place_check(), again: the deque may
+ * have gained an earlier head since the yield). A handoff's place is the
+ * yielder's (@prev, which gave its slice up; yield_towards() noted its
+ * place and slice), a boost's that of the thread of the yielder's process
+ * that the kick preempted (@prev, still queued), with a cut slice. A
+ * target that is gone (it ran, was stolen, went to sleep) or may not jump
+ * leaves the dispatch to the normal path.
  */
 static __always_inline bool dispatch_yield_target(s32 cpu, struct task_struct *prev)
 {
 	struct yield_target *yt = &cpu_ctx(cpu)->yield_target;
 	u32 pid = yt->pid, dsq = yt->dsq, boost = yt->boost;
+	struct task_struct *claimant = NULL;
+	u64 place = 0, slice = 0;
+	bool queued;
 
 	if (!pid)
 		return false;
 	yt->pid = 0;
 	if (dsq >= nr_cpus)
 		return false;
-	/* A boost preempts only a task of the yielder's process
-	 * (yield_towards()); if another one ran here by the time of the
-	 * kick, it keeps its turn. */
-	if (boost && prev && (prev->scx.flags & WS_TASK_QUEUED) && prev->tgid != boost)
-		return false;
-	if (dsq_move_pid(cpu, dsq, pid, NULL, 0) != WS_MOVED)
+	queued = prev && (prev->scx.flags & WS_TASK_QUEUED);
+	if (boost) {
+		/* A boost preempts only a task of the yielder's process
+		 * (yield_towards()); if another one ran here by the time of
+		 * the kick, it keeps its turn. */
+		if (queued && prev->tgid != boost)
+			return false;
+		if (queued) {
+			claimant = prev;
+			place = prev->scx.dsq_vtime;
+			slice = min_slice();
+		}
+	} else if (prev && (u32)prev->pid == yt->from) {
+		claimant = prev;
+		place = yt->place;
+		slice = yt->slice;
+	}
+	if (dsq_move_pid(cpu, dsq, pid, NULL, 0, claimant, place, slice) != WS_MOVED)
 		return false;
 	if (boost)
 		STAT_INC(nr_yield_to_boost);
@@ -149,9 +222,10 @@ static __always_inline u64 kick_for_yield(struct task_struct *from, s32 tcpu)
  * (nr_yield_to_boost); if it already sits on a local DSQ it is next there
  * anyway (another CPU's is kicked). Another CPU is kicked only as
  * kick_for_yield() allows: when a task of another process runs there, the
- * request is declined (nr_yield_to_foreign). A target more than
- * YIELD_LEAD_SLICES of vtime ahead of the head of a deque it would jump is
- * declined (nr_yield_to_unfair, see yield_fair()). Either way @from gives
+ * request is declined (nr_yield_to_foreign). A handoff that would jump
+ * this CPU's deque while @from's place is after the head's, or a boost
+ * that would jump an idle CPU's deque (nobody's place there to give), is
+ * declined (nr_yield_to_unfair, place_check()). Either way @from gives
  * its slice up and its vtime goes to at least @to's, so it queues behind
  * @to. Returning true tells yield_to() the request is implemented and it
  * reschedules; a target we cannot reach (in flight between DSQs, on the
@@ -177,21 +251,27 @@ static __always_inline bool yield_towards(struct task_struct *from, struct task_
 	if (here_only && (dsq_id >= nr_cpus || !may_run_on(to, cpu)))
 		return false;
 	if (dsq_id < nr_cpus) {
-		if (!yield_fair(to, dsq_id)) {
-			STAT_INC(nr_yield_to_unfair);
-			return false;
-		}
 		if (may_run_on(to, cpu)) {
-			if ((u64)cpu != dsq_id && !yield_fair(to, cpu)) {
+			/* A handoff jumps this CPU's deque on the yielder's place. */
+			if (place_check(to, cpu, from, from->scx.dsq_vtime) == WS_JUMP_REFUSED) {
 				STAT_INC(nr_yield_to_unfair);
 				return false;
 			}
 			yt = &cpu_ctx(cpu)->yield_target;
 			yt->boost = 0;
+			yt->from = from->pid;
+			yt->place = from->scx.dsq_vtime;
+			yt->slice = from->scx.slice;
 		} else {
 			kick = kick_for_yield(from, tcpu);
 			if (!kick)
 				return false;
+			/* An idle CPU runs no thread of ours whose place to give. */
+			if (kick == WS_KICK_IDLE &&
+			    place_check(to, tcpu, NULL, 0) == WS_JUMP_REFUSED) {
+				STAT_INC(nr_yield_to_unfair);
+				return false;
+			}
 			yt = &cpu_ctx(tcpu)->yield_target;
 			yt->boost = from->tgid;
 		}

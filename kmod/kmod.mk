@@ -71,12 +71,14 @@ bench-sched: kmod-bench
 # Long runs: 2,000,000 random ioctls (about 20x the test), 10,000,000 more
 # with scx_wsched loaded and slots scribbled on (about 30x), every attack on
 # /dev/wsched and the hint socket at once beside another user's CPU hogs
-# for 60 s (alone, then attacked), and 500 load/unload cycles with ioctls
-# racing the unload.
+# for 60 s (alone, then attacked), 500 load/unload cycles with ioctls
+# racing the unload, and the directed-yield ring beside its victim for 40 s
+# (past the watchdog's 30 s).
 kmod-stress: $(KMOD_TESTS) $(KMOD_KO)
 	$(Q)WSCHED_KMOD_FUZZ_CALLS=2000000 WSCHED_KMOD_FUZZ_SCX_CALLS=10000000 \
-	  WSCHED_ATTACK_SECONDS=60 WSCHED_KMOD_LOAD_CYCLES=500 \
-	  $(TOP)/tests/run-tests --suite kmod-stress $(filter %/kmod_fuzz_test %/kmod_load_test,$(KMOD_TESTS))
+	  WSCHED_ATTACK_SECONDS=60 WSCHED_KMOD_LOAD_CYCLES=500 WSCHED_YIELD_RING_SECONDS=40 \
+	  $(TOP)/tests/run-tests --suite kmod-stress \
+	  $(filter %/kmod_fuzz_test %/kmod_load_test %/kmod_sched_test,$(KMOD_TESTS))
 
 kmod-bench: $(WSBENCH) $(KMOD_KO)
 	$(Q)$(TOP)/kmod/bench/run-handoff.sh

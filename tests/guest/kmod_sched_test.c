@@ -746,4 +746,201 @@ TEST_F_TIMEOUT(sched, scx_wsched_yield_to_preempts_no_other_process, 120)
 	munmap(f, sizeof(*f));
 }
 
+/*
+ * A ring of directed yields may not keep a task that waits with it from its
+ * CPU (Documentation/scheduler.md, "Jumps ahead of a deque's order"). RING
+ * threads of an unprivileged attacker (uid 65534, no registration, only
+ * /dev/wsched, which is 0666) are pinned to CPU; each spins RING_SPIN_US,
+ * then YIELD_TOs the next thread of the ring, the one that ran longest ago:
+ * its vtime is the ring's earliest, so the yielder's later one pays nothing
+ * for the turn it passes on. Beside them a victim of another uid (65533),
+ * pinned there too, spins and records its CPU time and its longest gap
+ * between two clock reads; it runs at nice -10 (set before it drops root),
+ * so that its share is dozens of runs in seconds. The rule this replaced let
+ * any target up to 16 base slices ahead of the deque's head jump it: the
+ * ring had 128 x 16 x 20 ms = 41 s before the victim ran again, past the
+ * watchdog's 30 s, after which the kernel ejects the scheduler for everyone
+ * (measured: 4 ms of CPU in a 5 s run against 331 ms beside plain
+ * spinners). Now the victim
+ * must get at least 90% of its CPU time beside the same threads spinning
+ * without the calls, its longest gap must stay within the rule's bound,
+ * and the scheduler must stay enabled. WSCHED_YIELD_RING_SECONDS sets the
+ * length of each run (6; make stress: 40).
+ */
+#define RING		128
+#define RING_SPIN_US	100
+#define RING_UID	65534
+#define RING_VICTIM_UID	65533
+/*
+ * The bound (scheduler.md): a task waits for each task whose place is
+ * before its own, one cut slice each, and for one cut slice more of a
+ * target that each of them passes its place on to. A cut slice here is
+ * min_slice (5 ms by default) plus up to two ticks (the cut and the end
+ * are both seen at a tick; Debian's HZ is 250).
+ */
+#define RING_CUT_MS	(5 + 2 * 4)
+#define RING_GAP_BOUND_MS	(2 * RING * RING_CUT_MS)
+
+struct ring_run {
+	atomic_int go, stop, ready, failed;
+	uint64_t go_ns;		/* when go was set: the victim's first gap starts there */
+	atomic_int tids[RING];
+	atomic_long calls, handed_over;
+	long victim_cpu_us, victim_gap_us;
+	int victim_done;
+};
+
+struct ring_member_arg {
+	struct ring_run *r;
+	int i, fd;
+};
+
+static void *ring_member(void *arg)
+{
+	struct ring_member_arg *a = arg;
+	struct ring_run *r = a->r;
+	long calls = 0, handed = 0;
+
+	if (guest_pin(CPU)) {
+		atomic_store(&r->failed, 1);
+		return NULL;
+	}
+	atomic_store(&r->tids[a->i], kmod_gettid());
+	atomic_fetch_add(&r->ready, 1);
+	while (!atomic_load(&r->go))
+		usleep(1000);
+	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
+		uint64_t end = kmod_now_ns() + RING_SPIN_US * 1000ull;
+		int ret;
+
+		while (kmod_now_ns() < end)
+			;
+		if (a->fd < 0)
+			continue;
+		ret = kmod_yield_to(a->fd, atomic_load(&r->tids[(a->i + 1) % RING]), NULL);
+		calls++;
+		handed += ret == 1;
+	}
+	atomic_fetch_add(&r->calls, calls);
+	atomic_fetch_add(&r->handed_over, handed);
+	return NULL;
+}
+
+/* The attacker's process: RING threads, with the calls if @attack. */
+static void ring_attacker(struct ring_run *r, bool attack)
+{
+	static struct ring_member_arg args[RING];
+	pthread_t th[RING];
+	int fd = -1, i;
+
+	if (setgid(RING_UID) || setuid(RING_UID))
+		_exit(3);
+	if (attack && (fd = kmod_open()) < 0)
+		_exit(4);
+	for (i = 0; i < RING; i++) {
+		args[i] = (struct ring_member_arg){ .r = r, .i = i, .fd = fd };
+		if (pthread_create(&th[i], NULL, ring_member, &args[i]))
+			_exit(5);
+	}
+	for (i = 0; i < RING; i++)
+		pthread_join(th[i], NULL);
+	_exit(0);
+}
+
+static void ring_victim(struct ring_run *r)
+{
+	struct timespec c0, c1;
+	uint64_t prev, now, gap = 0;
+
+	if (setpriority(PRIO_PROCESS, 0, -10) || setgid(RING_VICTIM_UID) ||
+	    setuid(RING_VICTIM_UID) || guest_pin(CPU))
+		_exit(3);
+	atomic_fetch_add(&r->ready, 1);
+	while (!atomic_load(&r->go))
+		usleep(1000);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+	prev = r->go_ns;
+	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
+		now = kmod_now_ns();
+		if (now - prev > gap)
+			gap = now - prev;
+		prev = now;
+	}
+	now = kmod_now_ns();	/* a victim that never ran waited all along */
+	if (now - prev > gap)
+		gap = now - prev;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+	r->victim_cpu_us = (c1.tv_sec - c0.tv_sec) * 1000000L + (c1.tv_nsec - c0.tv_nsec) / 1000;
+	r->victim_gap_us = gap / 1000;
+	r->victim_done = 1;
+	_exit(0);
+}
+
+/* One run of @secs; 0, or what went wrong. */
+static const char *ring_run(struct ring_run *r, bool attack, long secs)
+{
+	pid_t victim, attacker;
+	int st_v = 0, st_a = 0, i;
+
+	memset(r, 0, sizeof(*r));
+	victim = fork();
+	if (victim < 0)
+		return "fork";
+	if (!victim)
+		ring_victim(r);
+	attacker = fork();
+	if (attacker < 0)
+		return "fork";
+	if (!attacker)
+		ring_attacker(r, attack);
+	for (i = 0; i < 3000 && atomic_load(&r->ready) < RING + 1 && !atomic_load(&r->failed); i++)
+		usleep(10000);
+	r->go_ns = kmod_now_ns();
+	atomic_store(&r->go, 1);
+	sleep(secs);
+	atomic_store(&r->stop, 1);
+	waitpid(attacker, &st_a, 0);
+	waitpid(victim, &st_v, 0);
+	if (atomic_load(&r->failed) || !WIFEXITED(st_a) || WEXITSTATUS(st_a))
+		return "the attacker's threads did not run (uid, /dev/wsched or pinning)";
+	if (!WIFEXITED(st_v) || WEXITSTATUS(st_v) || !r->victim_done)
+		return "the victim did not run to the end";
+	return NULL;
+}
+
+TEST_F_TIMEOUT(sched, scx_wsched_yield_ring_starves_nobody, 300)
+{
+	long secs = kmod_env_long("WSCHED_YIELD_RING_SECONDS", 6);
+	struct ring_run *r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	const char *why = scx_start(self, true), *err;
+	long ref_cpu, ref_gap;
+	char state[64];
+
+	if (why)
+		SKIP(return, "%s", why);
+	ASSERT_NE(MAP_FAILED, r);
+	err = ring_run(r, false, secs);
+	ASSERT_TRUE(err == NULL) TH_LOG("without the calls: %s", err);
+	ref_cpu = r->victim_cpu_us;
+	ref_gap = r->victim_gap_us;
+	err = ring_run(r, true, secs);
+	ASSERT_TRUE(err == NULL) TH_LOG("the ring: %s", err);
+	TH_LOG("%ld s runs: the victim got %ld ms of CPU, longest gap %ld ms, beside %d spinners; "
+	       "%ld ms, %ld ms beside the ring (%ld calls, %ld handed over); bound %d ms",
+	       secs, ref_cpu / 1000, ref_gap / 1000, RING, r->victim_cpu_us / 1000,
+	       r->victim_gap_us / 1000, atomic_load(&r->calls), atomic_load(&r->handed_over),
+	       RING_GAP_BOUND_MS);
+	EXPECT_LT(0, atomic_load(&r->handed_over));
+	EXPECT_LE(ref_cpu * 0.9, (double)r->victim_cpu_us);
+	EXPECT_GE(RING_GAP_BOUND_MS * 1000L, r->victim_gap_us);
+	ASSERT_EQ(0, read_state(state, sizeof(state)));
+	EXPECT_STREQ("enabled", state) TH_LOG("the scheduler was ejected; see %s", self->log);
+	EXPECT_EQ(0, scx_stop(self)) TH_LOG("scx_wsched exit status; see %s", self->log);
+	TH_LOG("scx_wsched: nr_yield_to %lld, handoff %lld, unfair %lld",
+	       wt_json_last(self->log, "nr_yield_to"), wt_json_last(self->log, "nr_yield_to_handoff"),
+	       wt_json_last(self->log, "nr_yield_to_unfair"));
+	munmap(r, sizeof(*r));
+}
+
 WT_TEST_HARNESS_MAIN
