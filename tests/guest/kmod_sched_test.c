@@ -706,24 +706,19 @@ static long foreign_run(int fd, bool attack, struct foreign *f)
 	return WIFEXITED(st) && !WEXITSTATUS(st) && f->done ? calls : -1;
 }
 
-TEST_F_TIMEOUT(sched, scx_wsched_yield_to_preempts_no_other_process, 120)
+/* FOREIGN_ROUNDS runs of each kind, alternated, and the victim's bounds. */
+static void foreign_compare(struct __test_metadata *_metadata, int fd)
 {
-	const char *why = scx_start(self, true);
 	struct foreign *f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE,
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	unsigned long spins[2] = { 0, 0 };
 	long nivcsw[2] = { 0, 0 }, cpu_ms[2] = { 0, 0 }, calls;
-	char state[64];
 	int i;
 
-	if (why)
-		SKIP(return, "%s", why);
-	if (sysconf(_SC_NPROCESSORS_ONLN) <= CPU + 1)
-		SKIP(return, "needs CPU %d", CPU + 1);
 	ASSERT_NE(MAP_FAILED, f);
 	/* Alternated, summed: the lab's vCPUs run at the host's whim. */
 	for (i = 0, calls = 0; i < 2 * FOREIGN_ROUNDS; i++) {
-		long n = foreign_run(self->fd, i & 1, f);
+		long n = foreign_run(fd, i & 1, f);
 
 		ASSERT_LE(0, n) TH_LOG("the victim did not run to the end");
 		spins[i & 1] += f->spins;
@@ -737,13 +732,47 @@ TEST_F_TIMEOUT(sched, scx_wsched_yield_to_preempts_no_other_process, 120)
 	EXPECT_LT(0, calls);
 	EXPECT_LE(cpu_ms[0] * 0.9, (double)cpu_ms[1]);
 	EXPECT_GE(nivcsw[0] * 1.1 + 10, (double)nivcsw[1]);
+	munmap(f, sizeof(*f));
+}
+
+TEST_F_TIMEOUT(sched, scx_wsched_yield_to_preempts_no_other_process, 120)
+{
+	const char *why = scx_start(self, true);
+	char state[64];
+
+	if (why)
+		SKIP(return, "%s", why);
+	if (sysconf(_SC_NPROCESSORS_ONLN) <= CPU + 1)
+		SKIP(return, "needs CPU %d", CPU + 1);
+	foreign_compare(_metadata, self->fd);
 	ASSERT_EQ(0, read_state(state, sizeof(state)));
 	EXPECT_STREQ("enabled", state) TH_LOG("the scheduler was ejected; see %s", self->log);
 	EXPECT_EQ(0, scx_stop(self)) TH_LOG("scx_wsched exit status; see %s", self->log);
 	TH_LOG("scx_wsched: nr_yield_to %lld, boost %lld, foreign %lld",
 	       wt_json_last(self->log, "nr_yield_to"), wt_json_last(self->log, "nr_yield_to_boost"),
 	       wt_json_last(self->log, "nr_yield_to_foreign"));
-	munmap(f, sizeof(*f));
+}
+
+/*
+ * The same attack under EEVDF, with the module's default preempt=Y: each
+ * call that finds the target queued on the victim's CPU reschedules that
+ * CPU (yield_to()'s preempt), and EEVDF then runs the target only while it
+ * is eligible; the victim must keep its CPU time and switches as above.
+ */
+TEST_F_TIMEOUT(sched, eevdf_yield_to_preempts_no_other_process, 120)
+{
+	char state[64], preempt[8] = "";
+
+	ASSERT_EQ(0, read_state(state, sizeof(state)));
+	if (strcmp(state, "disabled"))
+		SKIP(return, "this case needs EEVDF, no sched_ext scheduler (state %s)", state);
+	if (sysconf(_SC_NPROCESSORS_ONLN) <= CPU + 1)
+		SKIP(return, "needs CPU %d", CPU + 1);
+	guest_read_line(KMOD_SYSFS "/parameters/preempt", preempt, sizeof(preempt));
+	TH_LOG("wsched.ko preempt=%s", preempt);
+	foreign_compare(_metadata, self->fd);
+	ASSERT_EQ(0, read_state(state, sizeof(state)));
+	EXPECT_STREQ("disabled", state);
 }
 
 /*
