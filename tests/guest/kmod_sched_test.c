@@ -762,8 +762,15 @@ TEST_F_TIMEOUT(sched, scx_wsched_yield_to_preempts_no_other_process, 120)
 TEST_F_TIMEOUT(sched, eevdf_yield_to_preempts_no_other_process, 120)
 {
 	char state[64], preempt[8] = "";
+	int i;
 
-	ASSERT_EQ(0, read_state(state, sizeof(state)));
+	/* The case before unloads scx_wsched; its detach may still be on. */
+	for (i = 0; i < 100; i++) {
+		ASSERT_EQ(0, read_state(state, sizeof(state)));
+		if (!strcmp(state, "disabled"))
+			break;
+		usleep(50000);
+	}
 	if (strcmp(state, "disabled"))
 		SKIP(return, "this case needs EEVDF, no sched_ext scheduler (state %s)", state);
 	if (sysconf(_SC_NPROCESSORS_ONLN) <= CPU + 1)
