@@ -368,6 +368,16 @@ static int scx_stop(FIXTURE_DATA(sched) *self)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* The scheduler is still loaded (never ejected), and stops cleanly. */
+static void scx_check_stop(struct __test_metadata *_metadata, FIXTURE_DATA(sched) *self)
+{
+	char state[64];
+
+	ASSERT_EQ(0, read_state(state, sizeof(state)));
+	EXPECT_STREQ("enabled", state) TH_LOG("the scheduler was ejected; see %s", self->log);
+	EXPECT_EQ(0, scx_stop(self)) TH_LOG("scx_wsched exit status; see %s", self->log);
+}
+
 static void log_tally(struct __test_metadata *_metadata, const char *what, const struct tally *t)
 {
 	TH_LOG("%s: %d calls, %d handed over, first to run: target %d, decoy %d, nobody %d",
@@ -402,7 +412,6 @@ TEST_F_TIMEOUT(sched, scx_wsched_ioctl_safe, 120)
 	long long a0 = kmod_stat("nr_accepted"), d0 = kmod_stat("nr_declined");
 	long long f0, nd0;
 	pid_t other;
-	char state[64];
 	struct tally y, f, s;
 
 	if (why)
@@ -435,9 +444,7 @@ TEST_F_TIMEOUT(sched, scx_wsched_ioctl_safe, 120)
 	/* Every call reached the scheduler: accepted or declined. */
 	EXPECT_LE(a0 + d0 + ROUNDS - 10, kmod_stat("nr_accepted") + kmod_stat("nr_declined"));
 
-	ASSERT_EQ(0, read_state(state, sizeof(state)));
-	EXPECT_STREQ("enabled", state) TH_LOG("the scheduler was ejected; see %s", self->log);
-	EXPECT_EQ(0, scx_stop(self)) TH_LOG("scx_wsched exit status; see %s", self->log);
+	scx_check_stop(_metadata, self);
 }
 
 TEST_F_TIMEOUT(sched, scx_wsched_directed_yield, 120)
@@ -445,7 +452,6 @@ TEST_F_TIMEOUT(sched, scx_wsched_directed_yield, 120)
 	const char *why = scx_start(self, true);
 	long long k0 = kmod_stat("nr_yield_to"), yt, handoff;
 	struct pingpong pp;
-	char state[64];
 	struct tally y, s;
 
 	if (why)
@@ -460,9 +466,7 @@ TEST_F_TIMEOUT(sched, scx_wsched_directed_yield, 120)
 
 	EXPECT_LE(ROUNDS * 9 / 10, y.handed_over);
 	EXPECT_LE(ROUNDS * 9 / 10, y.target_first);
-	ASSERT_EQ(0, read_state(state, sizeof(state)));
-	EXPECT_STREQ("enabled", state) TH_LOG("the scheduler was ejected; see %s", self->log);
-	EXPECT_EQ(0, scx_stop(self)) TH_LOG("scx_wsched exit status; see %s", self->log);
+	scx_check_stop(_metadata, self);
 
 	/*
 	 * The scheduler's own account: every directed call it saw came from
@@ -499,7 +503,6 @@ TEST_F_TIMEOUT(sched, scx_wsched_yield_to_other_cpu, 120)
 	long long k0 = kmod_stat("nr_yield_to"), a0 = kmod_stat("nr_accepted");
 	long long d0 = kmod_stat("nr_declined"), l0 = kmod_stat("nr_alone");
 	long long yt, handoff, boost, accepted;
-	char state[64];
 	struct tally y;
 
 	if (why)
@@ -515,9 +518,7 @@ TEST_F_TIMEOUT(sched, scx_wsched_yield_to_other_cpu, 120)
 	       atomic_load(&ar->spins[ID_TARGET]), atomic_load(&ar->spins[ID_DECOY]));
 	EXPECT_EQ(ROUNDS, y.calls);
 	EXPECT_EQ(0, atomic_load(&ar->off_cpu));
-	ASSERT_EQ(0, read_state(state, sizeof(state)));
-	EXPECT_STREQ("enabled", state) TH_LOG("the scheduler was ejected; see %s", self->log);
-	EXPECT_EQ(0, scx_stop(self)) TH_LOG("scx_wsched exit status; see %s", self->log);
+	scx_check_stop(_metadata, self);
 
 	yt = wt_json_last(self->log, "nr_yield_to");
 	handoff = wt_json_last(self->log, "nr_yield_to_handoff");
@@ -586,7 +587,6 @@ TEST_F_TIMEOUT(sched, scx_wsched_yield_to_stays_fair, 120)
 	struct yf_arg a1 = { .tids = tids, .me = 1, .stop = &stop };
 	pthread_t p0, p1, hog;
 	void *hog_ms;
-	char state[64];
 
 	if (why)
 		SKIP(return, "%s", why);
@@ -603,9 +603,7 @@ TEST_F_TIMEOUT(sched, scx_wsched_yield_to_stays_fair, 120)
 	       a0.calls, a1.calls, a0.handed_over, a1.handed_over, (long)hog_ms);
 	EXPECT_LT(0, a0.handed_over + a1.handed_over);
 	EXPECT_LE(300, (long)hog_ms);
-	ASSERT_EQ(0, read_state(state, sizeof(state)));
-	EXPECT_STREQ("enabled", state) TH_LOG("the scheduler was ejected; see %s", self->log);
-	EXPECT_EQ(0, scx_stop(self)) TH_LOG("scx_wsched exit status; see %s", self->log);
+	scx_check_stop(_metadata, self);
 }
 
 /*
@@ -738,16 +736,13 @@ static void foreign_compare(struct __test_metadata *_metadata, int fd)
 TEST_F_TIMEOUT(sched, scx_wsched_yield_to_preempts_no_other_process, 120)
 {
 	const char *why = scx_start(self, true);
-	char state[64];
 
 	if (why)
 		SKIP(return, "%s", why);
 	if (sysconf(_SC_NPROCESSORS_ONLN) <= CPU + 1)
 		SKIP(return, "needs CPU %d", CPU + 1);
 	foreign_compare(_metadata, self->fd);
-	ASSERT_EQ(0, read_state(state, sizeof(state)));
-	EXPECT_STREQ("enabled", state) TH_LOG("the scheduler was ejected; see %s", self->log);
-	EXPECT_EQ(0, scx_stop(self)) TH_LOG("scx_wsched exit status; see %s", self->log);
+	scx_check_stop(_metadata, self);
 	TH_LOG("scx_wsched: nr_yield_to %lld, boost %lld, foreign %lld",
 	       wt_json_last(self->log, "nr_yield_to"), wt_json_last(self->log, "nr_yield_to_boost"),
 	       wt_json_last(self->log, "nr_yield_to_foreign"));
@@ -951,7 +946,6 @@ TEST_F_TIMEOUT(sched, scx_wsched_yield_ring_starves_nobody, 300)
 				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	const char *why = scx_start(self, true), *err;
 	long ref_cpu, ref_gap;
-	char state[64];
 
 	if (why)
 		SKIP(return, "%s", why);
@@ -970,9 +964,7 @@ TEST_F_TIMEOUT(sched, scx_wsched_yield_ring_starves_nobody, 300)
 	EXPECT_LT(0, atomic_load(&r->handed_over));
 	EXPECT_LE(ref_cpu * 0.9, (double)r->victim_cpu_us);
 	EXPECT_GE(RING_GAP_BOUND_MS * 1000L, r->victim_gap_us);
-	ASSERT_EQ(0, read_state(state, sizeof(state)));
-	EXPECT_STREQ("enabled", state) TH_LOG("the scheduler was ejected; see %s", self->log);
-	EXPECT_EQ(0, scx_stop(self)) TH_LOG("scx_wsched exit status; see %s", self->log);
+	scx_check_stop(_metadata, self);
 	TH_LOG("scx_wsched: nr_yield_to %lld, handoff %lld, unfair %lld",
 	       wt_json_last(self->log, "nr_yield_to"), wt_json_last(self->log, "nr_yield_to_handoff"),
 	       wt_json_last(self->log, "nr_yield_to_unfair"));
