@@ -787,14 +787,13 @@ TEST_F_TIMEOUT(sched, eevdf_yield_to_preempts_no_other_process, 120)
  * for the turn it passes on. Beside them a victim of another uid (65533),
  * pinned there too, spins and records its CPU time and its longest gap
  * between two clock reads; it runs at nice -10 (set before it drops root),
- * so that its share is dozens of runs in seconds. The rule this replaced let
- * any target up to 16 base slices ahead of the deque's head jump it: the
- * ring had 128 x 16 x 20 ms = 41 s before the victim ran again, past the
- * watchdog's 30 s, after which the kernel ejects the scheduler for everyone
- * (measured: 4 ms of CPU in a 5 s run against 331 ms beside plain
- * spinners). Now the victim
- * must get at least 90% of its CPU time beside the same threads spinning
- * without the calls, its longest gap must stay within the rule's bound,
+ * so that its share is dozens of runs in seconds. A rule that let any
+ * target up to L of vtime ahead of the deque's head jump it, with nobody
+ * paying, would give the ring 128 x L before the victim ran again (with L
+ * 16 base slices, 41 s: past the watchdog's 30 s, after which the kernel
+ * ejects the scheduler for everyone). The victim must get at least 90% of
+ * its CPU time beside the same threads spinning without the calls, its
+ * longest gap must stay within the rule's bound,
  * and the scheduler must stay enabled. WSCHED_YIELD_RING_SECONDS sets the
  * length of each run (6; make stress: 40).
  */

@@ -139,9 +139,9 @@ tap_result $? "systemctl start scx_wsched: sched_ext enabled with ops wsched" \
 	"start exit $rc, state $(state), ops $ops" "$(journalctl -u scx_wsched --no-pager -n 15 2>&1)"
 
 # 5b. the sandbox: systemd-analyze security's overall exposure (0 safest,
-# 10 none; the unit with only ProtectSystem=full, ProtectHome and
-# PrivateTmp rated 8.9, this one 3.5) at most 4.0; the service runs
-# in it (5 above, 6-8 below)
+# 10 no sandbox; a unit with only ProtectSystem=full, ProtectHome and
+# PrivateTmp is above 8) at most 4.0; the service runs in it (5 above,
+# 6-8 below)
 sec=$(systemd-analyze security --no-pager scx_wsched 2>&1)
 exp=$(sed -n 's/.*Overall exposure level for scx_wsched.service: \([0-9.]*\).*/\1/p' <<<"$sec")
 awk -v e="$exp" 'BEGIN { exit !(e != "" && e + 0 <= 4.0) }'
