@@ -59,7 +59,7 @@ _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == WSCHED_NR_STATS,
 static const char usage_fmt[] =
 "Usage: %s [--slice-us N] [--slice-min-us N] [--slice-lat-us N] [--grace-us N]\n"
 "       [--group NAME]\n"
-"       [--hint-socket PATH] [--hint-user-max N]\n"
+"       [--hint-socket PATH] [--hint-max N] [--hint-user-max N]\n"
 "       [--no-hints | --hints-observe] [--stats SECONDS] [--json] [--cgroups N]\n"
 "       [--verbose] [--experimental LIST] [--version] [--help]\n"
 "       %s --monitor SECONDS [--json] [--cgroups N]\n"
@@ -72,9 +72,9 @@ static const char usage_fmt[] =
 "What an operator tunes: the slices (--slice-us, --slice-min-us; both 20000\n"
 "for throughput: slices never cut), the cut near tasks that wait for time\n"
 "(--slice-lat-us) and the grace of critical sections (--grace-us); who may\n"
-"register for hints (--group, --hint-socket, --hint-user-max, --no-hints;\n"
-"--hints-observe to count what hints would change). --experimental holds\n"
-"the switches kept for A/B measurements.\n"
+"register for hints (--group, --hint-socket, --hint-max, --hint-user-max,\n"
+"--no-hints; --hints-observe to count what hints would change).\n"
+"--experimental holds the switches kept for A/B measurements.\n"
 "\n"
 "  --slice-us N       base time slice in microseconds (%d..%d, default %d)\n"
 "  --slice-min-us N   the minimum slice, what the base slice is cut down to\n"
@@ -91,9 +91,13 @@ static const char usage_fmt[] =
 "  --group NAME       let members of group NAME register for hints (socket mode\n"
 "                     0660 root:NAME); default: root only (0600)\n"
 "  --hint-socket PATH where processes register for hints (default %s)\n"
-"  --hint-user-max N  slot arrays one user other than root may have: its\n"
-"                     registered processes, and arrays still mapped after their\n"
-"                     connection closed (1..%d, default %d); then -EDQUOT\n"
+"  --hint-max N       slot arrays in all: registered processes, and arrays\n"
+"                     still mapped after their connection closed (1..%d,\n"
+"                     default %d, 256 KiB each); then -EUSERS\n"
+"  --hint-user-max N  slot arrays one user other than root may have (1..%d,\n"
+"                     default %d); then -EDQUOT. A user's processes in user\n"
+"                     namespaces it made count as its own; a namespace root\n"
+"                     made counts as one user\n"
 "  --no-hints         serve no hint socket\n"
 "  --hints-observe    serve the hint socket, but read the slots only to count\n"
 "                     (cs_preempted, cs_yielded) and act on no hint: no grace,\n"
@@ -547,6 +551,7 @@ struct opts {
 	unsigned long grace_us;
 	const char *hint_path;
 	long hint_gid;			/* --group, -1: root only */
+	unsigned long hint_max;
 	unsigned long hint_user_max;
 	bool hints;			/* serve the hint socket (not --no-hints) */
 	bool observe;			/* --hints-observe */
@@ -568,6 +573,7 @@ static const struct option longopts[] = {
 	{ "grace-us",	required_argument,	NULL, 'g' },
 	{ "group",	required_argument,	NULL, 'G' },
 	{ "hint-socket", required_argument,	NULL, 'P' },
+	{ "hint-max",	required_argument,	NULL, 'H' },
 	{ "hint-user-max", required_argument,	NULL, 'U' },
 	{ "no-hints",	no_argument,		NULL, 'n' },
 	{ "hints-observe", no_argument,		NULL, 'O' },
@@ -586,7 +592,8 @@ static void print_usage(void)
 	printf(usage_fmt, prog, prog, WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MAX, WSCHED_SLICE_US_DFL,
 	       WSCHED_SLICE_US_MIN, WSCHED_SLICE_US_MIN, WSCHED_SLICE_LAT_US_DFL,
 	       WSCHED_GRACE_US_MAX, WSCHED_GRACE_US_DFL, WS_HINT_SOCK_PATH,
-	       (int)WS_HINT_MAX_PROCS, HINT_USER_MAX_DFL, WSCHED_MAX_CGROUPS, CG_REPORT_MAX_DFL,
+	       (int)WS_HINT_MAX_PROCS, (int)WS_HINT_MAX_PROCS, (int)WS_HINT_MAX_PROCS,
+	       HINT_USER_MAX_DFL, WSCHED_MAX_CGROUPS, CG_REPORT_MAX_DFL,
 	       WSCHED_SLICE_US_MAX, WSCHED_WAKE_PREEMPT_US_DFL);
 }
 
@@ -636,11 +643,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		.grace_us = WSCHED_GRACE_US_DFL,
 		.hint_path = WS_HINT_SOCK_PATH,
 		.hint_gid = -1,
+		.hint_max = WS_HINT_MAX_PROCS,
 		.hint_user_max = HINT_USER_MAX_DFL,
 		.hints = true,
 		.cgroups = CG_REPORT_MAX_DFL,
 	};
-	while ((opt = getopt_long(argc, argv, "s:m:L:X:g:G:P:U:nOS:M:jC:vVh", longopts, &li)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:m:L:X:g:G:P:H:U:nOS:M:jC:vVh", longopts, &li)) != -1) {
 		switch (opt) {
 		case 's':
 			o->slice_us = parse_ulong("--slice-us", optarg, WSCHED_SLICE_US_MIN,
@@ -678,6 +686,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			if (optarg[0] != '/' || strlen(optarg) >= HINT_SOCK_PATH_SIZE)
 				die_usage("--hint-socket must be an absolute path shorter than 108 bytes, not '%s'",
 					  optarg);
+			break;
+		case 'H':
+			o->hint_max = parse_ulong("--hint-max", optarg, 1, WS_HINT_MAX_PROCS);
 			break;
 		case 'U':
 			o->hint_user_max = parse_ulong("--hint-user-max", optarg, 1, WS_HINT_MAX_PROCS);
@@ -1003,8 +1014,8 @@ int main(int argc, char **argv)
 		return EX_LOAD;
 	}
 	if (o.hints) {
-		hint_srv = hint_server_start(o.hint_path, o.hint_gid, (int)o.hint_user_max,
-					     why, sizeof(why));
+		hint_srv = hint_server_start(o.hint_path, o.hint_gid, (int)o.hint_max,
+					     (int)o.hint_user_max, why, sizeof(why));
 		if (!hint_srv) {
 			fprintf(stderr, "%s: hint socket: %s (or run with --no-hints)\n", prog, why);
 			return EX_LOAD;

@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -60,6 +61,7 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/nsfs.h>
 #include <bpf/bpf.h>
 #include <wsched/hint.h>
 
@@ -68,6 +70,9 @@
 
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77		/* Linux 6.5, asm-generic/socket.h */
+#endif
+#ifndef PIDFD_GET_USER_NAMESPACE
+#define PIDFD_GET_USER_NAMESPACE _IO(0xFF, 9)	/* Linux 6.11, linux/pidfd.h */
 #endif
 
 struct hint_conn {
@@ -79,6 +84,7 @@ struct hint_conn {
 	const struct ws_hint_header *hdr;
 	__u32 tgid;
 	__u32 uid;		/* the peer's, at connect() */
+	__u64 owner;		/* whose quota it counts against (hint_owner_of()) */
 	__u32 map_id;		/* its array's id, to follow it after the connection */
 	bool acked;		/* its WS_HINT_ASK_ACK was taken (and answered while it waited) */
 };
@@ -90,7 +96,7 @@ struct hint_conn {
  */
 struct hint_linger {
 	__u32 map_id;
-	__u32 uid;
+	__u64 owner;
 };
 
 /* Connections answered per poll round, whose entries go in together, and
@@ -112,12 +118,15 @@ struct hint_server {
 	struct hint_conn conns[WS_HINT_MAX_PROCS];
 	unsigned long nr_accepted, nr_refused;
 	unsigned long threads_refused_gone;	/* nr_refused of processes that left */
-	int max_procs;		/* registrations the descriptor limit allows */
+	int max_procs;		/* registrations allowed: --hint-max, or what descriptors allow */
 	int spare;		/* a descriptor to give up when accept4 hits EMFILE */
 	int ep;			/* epoll: the listening socket, every socket and pidfd */
 	struct hint_linger linger[WS_HINT_MAX_PROCS];
 	int nr_linger;
-	int user_max;		/* arrays per user (root: no quota) */
+	int user_max;		/* arrays per owner (root: no quota) */
+	dev_t userns_dev;	/* the loader's user namespace, the initial one */
+	ino_t userns_ino;
+	bool said_owner;	/* the loader said why it cannot tell an owner */
 	double last_sweep;	/* when lingering arrays were last looked for */
 	unsigned long nr_refused_quota;	/* connections refused: the user's quota */
 	/* Accepted, waiting for their arrays, oldest first. */
@@ -244,34 +253,34 @@ static void hint_sweep(struct hint_server *hs)
 	}
 }
 
-/* Arrays of @uid: registered and lingering. */
-static int hint_arrays_of(const struct hint_server *hs, __u32 uid)
+/* Arrays of @owner: registered and lingering. */
+static int hint_arrays_of(const struct hint_server *hs, __u64 owner)
 {
 	int i, n = 0;
 
 	for (i = 0; i < hs->nr; i++)
-		n += hs->conns[i].uid == uid;
+		n += hs->conns[i].owner == owner;
 	for (i = 0; i < hs->nr_linger; i++)
-		n += hs->linger[i].uid == uid;
+		n += hs->linger[i].owner == owner;
 	for (i = 0; i < hs->nr_pend; i++)
-		n += hs->pend[i].uid == uid;
+		n += hs->pend[i].owner == owner;
 	return n;
 }
 
 /*
- * May a process of @uid get an array? 0, or the reason to refuse: EUSERS
- * when the loader serves as many processes as it can, or arrays of closed
- * connections fill the overall bound with them; EDQUOT when @uid (not
+ * May a process of @owner get an array? 0, or the reason to refuse: EUSERS
+ * when the loader serves as many processes as it may, or arrays of closed
+ * connections fill the overall bound with them; EDQUOT when @owner (not
  * root) has its quota of arrays. Lingering arrays are looked for again
  * before a refusal, so one freed a moment ago counts as freed.
  */
-static int hint_room_for(struct hint_server *hs, __u32 uid)
+static int hint_room_for(struct hint_server *hs, __u64 owner)
 {
 	int pass;
 
 	for (pass = 0; pass < 2; pass++) {
 		bool full = hs->nr + hs->nr_pend + hs->nr_linger >= hs->max_procs;
-		bool quota = uid && hint_arrays_of(hs, uid) >= hs->user_max;
+		bool quota = owner && hint_arrays_of(hs, owner) >= hs->user_max;
 
 		if (!full && !quota)
 			return 0;
@@ -280,6 +289,95 @@ static int hint_room_for(struct hint_server *hs, __u32 uid)
 		hint_sweep(hs);
 	}
 	return 0;
+}
+
+/* Quota keys of the namespaces root made: never a uid (uids fit 32 bits). */
+#define HINT_OWNER_NS	(1ull << 32)
+
+/* Nesting of user namespaces the kernel allows (MAX_USER_NS_LEVEL). */
+#define HINT_USERNS_DEPTH	32
+
+static bool hint_ns_is(int fd, dev_t dev, ino_t ino, ino_t *out)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return false;
+	*out = st.st_ino;
+	return st.st_dev == dev && st.st_ino == ino;
+}
+
+/*
+ * Whose quota a registration of the process behind @pidfd (uid @uid at
+ * connect(), in the loader's namespace) counts against, into @owner; 0, or
+ * the reason to refuse.
+ *
+ * A uid names a user only in the initial user namespace. A user with a
+ * range in /etc/subuid enters a namespace of its own and appears through
+ * it as as many host uids as the range holds; keyed on the uid, each would
+ * have a quota of its own, and a few would fill the overall bound for
+ * everyone. So a process in a namespace below the initial one counts
+ * against the user who made the outermost of them (its owner, whoever
+ * created the namespaces inside it): all of a user's namespaces and all
+ * the uids they map are that user's. A namespace that root made (a
+ * container manager's) is one tenant: its key is the namespace, never
+ * root's exemption. Reading a process's namespace takes a ptrace-read
+ * check (CAP_SYS_PTRACE for another user's process), which is why the
+ * service keeps that capability.
+ */
+static int hint_owner_of(struct hint_server *hs, int pidfd, __u32 uid, __u64 *owner)
+{
+	int cur = ioctl(pidfd, PIDFD_GET_USER_NAMESPACE, 0), top = -1, depth = 0, err = 0;
+	ino_t ino = 0, top_ino = 0;
+	uid_t o;
+
+	if (cur < 0) {
+		if (errno == EOPNOTSUPP) {	/* no user namespaces: uids are users */
+			*owner = uid;
+			return 0;
+		}
+		if (errno == ESRCH)
+			return ESRCH;
+		err = errno;
+		goto cannot;
+	}
+	while (!hint_ns_is(cur, hs->userns_dev, hs->userns_ino, &ino)) {
+		int parent = ioctl(cur, NS_GET_PARENT);
+
+		if (parent < 0 || ++depth > HINT_USERNS_DEPTH) {
+			/* EPERM: not below the loader's namespace. */
+			err = parent < 0 ? errno : ELOOP;
+			if (parent >= 0)
+				close(parent);
+			close(cur);
+			if (top >= 0)
+				close(top);
+			goto cannot;
+		}
+		if (top >= 0)
+			close(top);
+		top = cur;
+		top_ino = ino;
+		cur = parent;
+	}
+	close(cur);
+	if (top < 0) {
+		*owner = uid;
+		return 0;
+	}
+	err = ioctl(top, NS_GET_OWNER_UID, &o) ? errno : 0;
+	close(top);
+	if (err)
+		goto cannot;
+	*owner = o ? o : HINT_OWNER_NS | (__u64)top_ino;
+	return 0;
+cannot:
+	if (!hs->said_owner) {
+		hs->said_owner = true;
+		fprintf(stderr, "scx_wsched: hint socket: cannot tell whose quota a process counts "
+			"against (its user namespace: %s); refusing such processes\n", strerror(err));
+	}
+	return EPERM;
 }
 
 long hint_parse_group(const char *name)
@@ -449,7 +547,10 @@ static int hint_listen(struct hint_server *hs, const char *path, long gid,
 			err = -errno;
 	}
 	if (!err) {
-		hs->max_procs = hint_fd_room();
+		int room = hint_fd_room();
+
+		if (room < hs->max_procs)
+			hs->max_procs = room;
 		hs->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	}
 	if (err) {
@@ -471,16 +572,26 @@ out:
 	return err;
 }
 
-struct hint_server *hint_server_start(const char *path, long gid, int user_max,
+struct hint_server *hint_server_start(const char *path, long gid, int max_procs, int user_max,
 				      char *why, size_t why_len)
 {
 	struct hint_server *hs = calloc(1, sizeof(*hs));
+	struct stat st;
 
 	if (!hs) {
 		snprintf(why, why_len, "%s", strerror(ENOMEM));
 		return NULL;
 	}
+	if (stat("/proc/self/ns/user", &st)) {
+		snprintf(why, why_len, "cannot tell the loader's user namespace (/proc/self/ns/user: %s)",
+			 strerror(errno));
+		free(hs);
+		return NULL;
+	}
+	hs->userns_dev = st.st_dev;
+	hs->userns_ino = st.st_ino;
 	hs->user_max = user_max;
+	hs->max_procs = max_procs;
 	hs->lfd = -1;
 	hs->dfd = -1;
 	hs->outer_fd = -1;
@@ -601,7 +712,7 @@ static void hint_conn_close(struct hint_server *hs, int i)
 	/* Until seen freed: the process (or one it passed the mapping to)
 	 * may keep it. A process that exited frees it at once. */
 	if (c->map_id && hs->nr_linger < (int)WS_HINT_MAX_PROCS)
-		hs->linger[hs->nr_linger++] = (struct hint_linger){ c->map_id, c->uid };
+		hs->linger[hs->nr_linger++] = (struct hint_linger){ c->map_id, c->owner };
 	hs->conns[i] = hs->conns[--hs->nr];
 	hint_publish(hs);
 }
@@ -737,6 +848,9 @@ static bool hint_accept_one(struct hint_server *hs)
 	}
 	c.tgid = (__u32)cred.pid;	/* the connecting process's tgid */
 	c.uid = (__u32)cred.uid;
+	reason = hint_owner_of(hs, c.pidfd, c.uid, &c.owner);
+	if (reason)
+		goto refuse;
 	/* One entry per process: a new connection replaces an old one (its
 	 * entry deleted before any insertion), and one still waiting. */
 	for (i = 0; i < hs->nr; i++)
@@ -750,7 +864,7 @@ static bool hint_accept_one(struct hint_server *hs)
 			hint_pend_drop(hs, i);
 			break;
 		}
-	reason = hs->outer_fd < 0 ? EUSERS : hint_room_for(hs, c.uid);
+	reason = hs->outer_fd < 0 ? EUSERS : hint_room_for(hs, c.owner);
 	if (reason) {
 		hs->nr_refused_quota += reason == EDQUOT;
 		goto refuse;

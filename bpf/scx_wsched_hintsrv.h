@@ -46,10 +46,12 @@ long hint_parse_group(const char *name);
 
 /*
  * Serve the socket @path: mode 0600 root:root, or 0660 root:@gid when
- * @gid >= 0; @user_max arrays per user other than root. Returns the server,
- * or NULL with a one-line reason in @why.
+ * @gid >= 0; at most @max_procs arrays in all (fewer if the descriptor
+ * limit holds fewer), @user_max per user other than root (a user's
+ * quota also holds the processes of the user namespaces it made).
+ * Returns the server, or NULL with a one-line reason in @why.
  */
-struct hint_server *hint_server_start(const char *path, long gid, int user_max,
+struct hint_server *hint_server_start(const char *path, long gid, int max_procs, int user_max,
 				      char *why, size_t why_len);
 
 /* A BPF object was loaded: @outer_fd is its hint_procs, @live its

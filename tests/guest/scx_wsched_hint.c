@@ -1146,6 +1146,9 @@ TEST(bad_hint_args_fail)
 		{ "--hint-socket", "relative/wsched.sock", NULL },
 		{ "--hint-user-max", "0", NULL },
 		{ "--hint-user-max", "1025", NULL },
+		{ "--hint-max", "0", NULL },
+		{ "--hint-max", "1025", NULL },
+		{ "--hint-max", "16x", NULL },
 	};
 	unsigned int i;
 	char line[512];
@@ -1316,6 +1319,179 @@ TEST(default_socket_is_root_only)
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) TH_LOG("root could not register");
 	EXPECT_EQ(0, wt_stop(loader));
 	EXPECT_NE(0, access(WS_HINT_SOCK_PATH, F_OK)) TH_LOG("the loader left its socket behind");
+}
+
+/* ------------------------------------------------ subordinate uids */
+
+#define SUB_UIDS	9	/* uids each tenant's namespace maps */
+#define SUB_PROCS	(2 * SUB_UIDS)	/* registrants per tenant, two per uid */
+#define SUB_OWNER	65532	/* the user who makes a namespace */
+
+struct sub_shared {
+	int rc[2][SUB_PROCS];
+	int done[2];
+};
+
+/* Write @map to /proc/@pid/@file; 0 or -errno. */
+static int write_map(pid_t pid, const char *file, const char *map)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, file);
+	return wt_write_str(path, map);
+}
+
+/*
+ * A tenant: a child that enters a user namespace of its own as @owner
+ * (0: root makes it, as a container manager would), where the test maps
+ * uids 0..SUB_UIDS-1 to host uids @base..; then SUB_PROCS registrants,
+ * the j-th as uid j % SUB_UIDS, each with its result in sh->rc[@t][j],
+ * all holding their arrays until @hold's write end closes. Its pid, or -1.
+ */
+static pid_t sub_tenant(struct sub_shared *sh, int t, uid_t owner, gid_t users, uid_t base,
+			int hold[2])
+{
+	int in[2], out[2], j;
+	char map[64], c = 0;
+	pid_t kid;
+
+	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC))
+		return -1;
+	kid = fork();
+	if (kid < 0)
+		return -1;
+	if (!kid) {
+		close(hold[1]);
+		if (owner && (setgroups(1, &users) || setgid(65534) || setuid(owner)))
+			_exit(3);
+		if (!owner && setgroups(1, &users))
+			_exit(3);
+		if (unshare(CLONE_NEWUSER) || write(out[1], &c, 1) != 1 || read(in[0], &c, 1) != 1)
+			_exit(4);
+		for (j = 0; j < SUB_PROCS; j++) {
+			pid_t r = fork();
+
+			if (r < 0)
+				_exit(5);
+			if (!r) {
+				if (setuid(j % SUB_UIDS))
+					_exit(6);
+				sh->rc[t][j] = ws_thread_register();
+				__atomic_add_fetch(&sh->done[t], 1, __ATOMIC_SEQ_CST);
+				while (read(hold[0], &c, 1) < 0 && errno == EINTR)
+					;
+				_exit(0);
+			}
+		}
+		while (wait(NULL) > 0)
+			;
+		_exit(0);
+	}
+	snprintf(map, sizeof(map), "0 %u %d\n", base, SUB_UIDS);
+	if (read(out[0], &c, 1) != 1 || write_map(kid, "uid_map", map) ||
+	    write(in[1], &c, 1) != 1) {
+		kill(kid, SIGKILL);
+		waitpid(kid, NULL, 0);
+		kid = -1;
+	}
+	close(in[0]);
+	close(in[1]);
+	close(out[0]);
+	close(out[1]);
+	return kid;
+}
+
+/* In a child as @uid with the hint group: register; the result. */
+static int register_as(uid_t uid, gid_t users)
+{
+	int *rc = shared_mem(sizeof(*rc)), v;
+	pid_t kid = fork();
+
+	if (!rc || kid < 0)
+		return -EPROTO;
+	if (!kid) {
+		if (setgroups(1, &users) || setgid(65534) || setuid(uid))
+			_exit(3);
+		*rc = ws_thread_register();
+		_exit(0);
+	}
+	waitpid(kid, NULL, 0);
+	v = *rc;
+	munmap(rc, sizeof(*rc));
+	return v;
+}
+
+static void sub_count(const int *rc, int *ok, int *quota, int *users, int *other)
+{
+	int j;
+
+	*ok = *quota = *users = *other = 0;
+	for (j = 0; j < SUB_PROCS; j++) {
+		if (!rc[j])
+			(*ok)++;
+		else if (rc[j] == -EDQUOT)
+			(*quota)++;
+		else if (rc[j] == -EUSERS)
+			(*users)++;
+		else
+			(*other)++;
+	}
+}
+
+/*
+ * Subordinate uids: a user enters a user namespace of its own and
+ * registers from 9 uids of it, which the loader sees as 9 host uids
+ * (100000..100008). With 2 arrays per user and 16 in all (--hint-user-max
+ * 2 --hint-max 16), keyed on the uid they would take all 16 and another
+ * user would be refused (-EUSERS). They count against their owner: 2 are
+ * registered, the rest refused with -EDQUOT, the owner itself (in the
+ * initial namespace) is at its quota, and another user registers. A
+ * namespace that root made counts as one tenant the same way, not as root.
+ */
+FIXTURE(subuid) {};
+FIXTURE_SETUP(subuid) {}
+FIXTURE_TEARDOWN(subuid) {}
+
+TEST_F_TIMEOUT(subuid, subordinate_uids_count_against_their_owner, 120)
+{
+	const char *args[] = { "--group", "users", "--hint-max", "16", "--hint-user-max", "2",
+			       NULL };
+	struct sub_shared *sh = shared_mem(sizeof(*sh));
+	gid_t users = getgrnam("users") ? getgrnam("users")->gr_gid : 100;
+	int hold[2], t, ok, quota, full, other;
+	pid_t loader, tenant[2];
+
+	ASSERT_NE(NULL, sh);
+	ASSERT_TRUE(wt_wait_state(false, 10)) TH_LOG("a sched_ext scheduler is loaded before the test");
+	ASSERT_EQ(0, pipe2(hold, O_CLOEXEC));	/* the loader keeps no end */
+	loader = wt_start(args, NULL, ERR_FILE);
+	ASSERT_LT(0, loader) TH_LOG("scx_wsched did not become enabled");
+	for (t = 0; t < 2; t++) {
+		tenant[t] = sub_tenant(sh, t, t ? 0 : SUB_OWNER, users, t ? 200000 : 100000, hold);
+		EXPECT_LT(0, tenant[t]) TH_LOG("tenant %d: no user namespace with a mapping", t);
+		if (tenant[t] < 0)
+			continue;
+		EXPECT_TRUE(wait_flag(&sh->done[t], SUB_PROCS, 60))
+			TH_LOG("tenant %d: %d of %d registrants answered", t, sh->done[t], SUB_PROCS);
+		sub_count(sh->rc[t], &ok, &quota, &full, &other);
+		TH_LOG("%s's namespace, %d uids: %d registered, %d refused by the quota, %d as full, "
+		       "%d otherwise", t ? "root" : "a user", SUB_UIDS, ok, quota, full, other);
+		EXPECT_EQ(2, ok);
+		EXPECT_EQ(SUB_PROCS - 2, quota);
+		EXPECT_EQ(0, full);
+		EXPECT_EQ(0, other);
+		if (!t)
+			EXPECT_EQ(-EDQUOT, register_as(SUB_OWNER, users))
+				TH_LOG("the namespace's owner was not at its quota");
+		EXPECT_EQ(0, register_as(65534, users)) TH_LOG("another user could not register");
+	}
+	close(hold[1]);
+	close(hold[0]);
+	for (t = 0; t < 2; t++)
+		if (tenant[t] > 0)
+			waitpid(tenant[t], NULL, 0);
+	EXPECT_EQ(0, wt_stop(loader));
+	EXPECT_TRUE(wt_wait_state(false, 10));
 }
 
 /* ------------------------------------------------ set-id programs */
