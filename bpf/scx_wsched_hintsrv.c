@@ -12,8 +12,10 @@
  * either says the process is gone, it deletes hint_procs[tgid].
  *
  * Bursts: each poll round takes every waiting connection off the listen
- * queue (the identity and room checks are cheap) and acknowledges those
- * that asked (WS_HINT_ASK_ACK), then makes the arrays of up to
+ * queue (the identity and room checks are cheap; junk, connections that
+ * end at once, only for HINT_JUNK_SHARE of the loader's time, see there)
+ * and acknowledges those that asked (WS_HINT_ASK_ACK), then makes the
+ * arrays of up to
  * HINT_ANSWER_BATCH of them (for at most HINT_ANSWER_NS), oldest first,
  * skipping clients that gave up, and inserts their entries in one batch:
  * every update or deletion of a map of maps waits for an RCU grace period,
@@ -99,6 +101,60 @@ struct hint_linger {
 	__u64 owner;
 };
 
+/* A refusal looks for freed arrays (up to 1024 lookups) at most this
+ * often, however many refusals there are. */
+#define HINT_SWEEP_GAP_NS	100000000ll
+
+/*
+ * Junk: connections that end as soon as they are accepted, closed by
+ * their clients or refused. Clients can make them faster than the one
+ * loader thread takes them, so the loader spends at most HINT_JUNK_SHARE
+ * of its time on them (HINT_JUNK_BURST_NS at once): beyond that it stops
+ * accepting until the time is due; the listen queue fills, and further
+ * connect()s wait for room. The queue is short (HINT_BACKLOG), so a
+ * registration waits behind at most that many connections of others
+ * however long a flood lasts.
+ */
+#define HINT_JUNK_SHARE		0.05
+#define HINT_JUNK_BURST_NS	500000ll
+#define HINT_BACKLOG		16
+
+/*
+ * The last refusal for room (EDQUOT, EUSERS) of a uid, which answers the
+ * uid's next connections at once, before the loader reads anything else
+ * of them (a user at its quota connecting in a loop costs little), while
+ * no array was freed or dropped since (hs->gen) and for at most
+ * HINT_SWEEP_GAP_NS; then a connection takes the whole path again, which
+ * also looks for freed arrays. Keyed on the uid: the owner is what was
+ * read for the uid's last connection.
+ */
+#define HINT_REFUSED_CACHE	256
+
+struct hint_refused {
+	__u32 uid;
+	int reason;		/* 0: none */
+	__u64 gen;
+	long long t;
+};
+
+/*
+ * Arrays one owner (not root) may have made for it: HINT_ARRAY_RATE a
+ * second, and as many at once as its quota holds. Each costs the loader
+ * a map, an RCU grace period and its share of a round (about 5 ms of CPU
+ * in the emulated lab guest), and an array given back is soon counted
+ * free again: without it one user connecting, taking its array and
+ * closing in a loop would keep the loader busy for as long as it likes.
+ * Beyond it a registration is refused with EBUSY.
+ */
+#define HINT_ARRAY_RATE		10
+#define HINT_RATES		256
+
+struct hint_rate {
+	__u64 owner;
+	double tokens;
+	long long t;
+};
+
 /* Connections answered per poll round, whose entries go in together, and
  * how long a round may spend making their arrays: the connections that
  * came meanwhile are acknowledged in the next round, within their
@@ -128,6 +184,16 @@ struct hint_server {
 	ino_t userns_ino;
 	bool said_owner;	/* the loader said why it cannot tell an owner */
 	double last_sweep;	/* when lingering arrays were last looked for */
+	long long last_refusal_sweep;	/* ns: the last look a refusal made */
+	long long junk_budget;	/* ns of CPU the loader may spend on junk now */
+	long long junk_t;	/* when it was last refilled */
+	long long conn_ns;	/* CPU time an accepted connection takes */
+	bool listen_paused;	/* out of it: the listening socket not polled */
+	/* Counts of arrays only fall when this moves: a refusal that it
+	 * has not seen move since still holds. */
+	__u64 gen;
+	struct hint_refused refused[HINT_REFUSED_CACHE];
+	struct hint_rate rates[HINT_RATES];	/* by owner, hashed; see HINT_ARRAY_RATE */
 	unsigned long nr_refused_quota;	/* connections refused: the user's quota */
 	/* Accepted, waiting for their arrays, oldest first. */
 	struct hint_conn pend[WS_HINT_MAX_PROCS];
@@ -247,10 +313,19 @@ static void hint_sweep(struct hint_server *hs)
 			i++;
 		} else if (errno == ENOENT) {
 			hs->linger[i] = hs->linger[--hs->nr_linger];
+			hs->gen++;
 		} else {
 			i++;	/* cannot tell: keep counting it */
 		}
 	}
+}
+
+static long long hint_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
 /* Arrays of @owner: registered and lingering. */
@@ -276,6 +351,7 @@ static int hint_arrays_of(const struct hint_server *hs, __u64 owner)
  */
 static int hint_room_for(struct hint_server *hs, __u64 owner)
 {
+	long long now = hint_now_ns();
 	int pass;
 
 	for (pass = 0; pass < 2; pass++) {
@@ -284,8 +360,9 @@ static int hint_room_for(struct hint_server *hs, __u64 owner)
 
 		if (!full && !quota)
 			return 0;
-		if (pass || !hs->nr_linger)
+		if (pass || !hs->nr_linger || now - hs->last_refusal_sweep < HINT_SWEEP_GAP_NS)
 			return full ? EUSERS : EDQUOT;
+		hs->last_refusal_sweep = now;
 		hint_sweep(hs);
 	}
 	return 0;
@@ -538,8 +615,9 @@ static int hint_listen(struct hint_server *hs, const char *path, long gid,
 	    (fchownat(dfd, name, 0, (gid_t)gid, AT_SYMLINK_NOFOLLOW) ||
 	     fchmodat(dfd, name, 0660, 0)))
 		err = -errno;
-	/* A backlog for a burst of registrations: a client waits up to 1 s. */
-	if (!err && listen(fd, WS_HINT_MAX_PROCS))
+	/* Short (see HINT_BACKLOG): a burst beyond it waits in connect(),
+	 * up to 1 s in the library, while the loader takes the queue. */
+	if (!err && listen(fd, HINT_BACKLOG))
 		err = -errno;
 	if (!err) {
 		hs->ep = epoll_create1(EPOLL_CLOEXEC);
@@ -582,14 +660,6 @@ struct hint_server *hint_server_start(const char *path, long gid, int max_procs,
 		snprintf(why, why_len, "%s", strerror(ENOMEM));
 		return NULL;
 	}
-	if (stat("/proc/self/ns/user", &st)) {
-		snprintf(why, why_len, "cannot tell the loader's user namespace (/proc/self/ns/user: %s)",
-			 strerror(errno));
-		free(hs);
-		return NULL;
-	}
-	hs->userns_dev = st.st_dev;
-	hs->userns_ino = st.st_ino;
 	hs->user_max = user_max;
 	hs->max_procs = max_procs;
 	hs->lfd = -1;
@@ -603,6 +673,15 @@ struct hint_server *hint_server_start(const char *path, long gid, int max_procs,
 		free(hs);
 		return NULL;
 	}
+	/* Whose quota a process counts against starts from here. */
+	if (stat("/proc/self/ns/user", &st)) {
+		snprintf(why, why_len, "cannot tell the loader's user namespace (/proc/self/ns/user: %s)",
+			 strerror(errno));
+		hint_server_stop(hs);
+		return NULL;
+	}
+	hs->userns_dev = st.st_dev;
+	hs->userns_ino = st.st_ino;
 	return hs;
 }
 
@@ -714,6 +793,7 @@ static void hint_conn_close(struct hint_server *hs, int i)
 	if (c->map_id && hs->nr_linger < (int)WS_HINT_MAX_PROCS)
 		hs->linger[hs->nr_linger++] = (struct hint_linger){ c->map_id, c->owner };
 	hs->conns[i] = hs->conns[--hs->nr];
+	hs->gen++;
 	hint_publish(hs);
 }
 
@@ -760,12 +840,29 @@ void hint_server_detach(struct hint_server *hs)
 	hs->buckets = NULL;
 }
 
-static long long hint_now_ns(void)
+/*
+ * Take one of @owner's arrays to make (HINT_ARRAY_RATE); false when none
+ * is due. An owner that meets another in its slot starts with a full
+ * bucket: a user has one owner key (its namespaces are its own), so that
+ * only ever lets a user's bucket be refilled by some other tenant.
+ */
+static bool hint_rate_take(struct hint_server *hs, __u64 owner)
 {
-	struct timespec ts;
+	struct hint_rate *r = &hs->rates[(owner * 0x9e3779b97f4a7c15ull) >> 56];
+	long long now = hint_now_ns();
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+	if (r->owner != owner || !r->t) {
+		*r = (struct hint_rate){ owner, hs->user_max, now };
+	} else {
+		r->tokens += (now - r->t) * 1e-9 * HINT_ARRAY_RATE;
+		if (r->tokens > hs->user_max)
+			r->tokens = hs->user_max;
+		r->t = now;
+	}
+	if (r->tokens < 1)
+		return false;
+	r->tokens -= 1;
+	return true;
 }
 
 /* Release what an unanswered connection holds, after refusing it. */
@@ -795,17 +892,22 @@ static void hint_pend_drop(struct hint_server *hs, int i)
 {
 	memmove(&hs->pend[i], &hs->pend[i + 1], (hs->nr_pend - i - 1) * sizeof(hs->pend[0]));
 	hs->nr_pend--;
+	hs->gen++;
 }
 
 /*
  * Accept one connection: check who it is and whether there is room for
  * it, then queue it for its array (hint_answer_some()); or refuse it.
  * Cheap, so that a burst of connections is taken off the listen queue, and
- * acknowledged, at once. Returns false when no connection was waiting.
+ * acknowledged, at once. Returns HINT_NONE when no connection was waiting,
+ * HINT_QUEUED, or HINT_JUNK for one that ended there (gone, refused).
  */
-static bool hint_accept_one(struct hint_server *hs)
+enum { HINT_NONE, HINT_QUEUED, HINT_JUNK };
+
+static int hint_accept_one(struct hint_server *hs)
 {
 	struct hint_conn c = { .pidfd = -1, .map_fd = -1 };
+	struct hint_refused *r;
 	struct ucred cred;
 	socklen_t len;
 	int i, reason;
@@ -823,10 +925,29 @@ static bool hint_accept_one(struct hint_server *hs)
 			hs->nr_refused++;
 		}
 		hs->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		return c.sock >= 0;
+		return c.sock >= 0 ? HINT_JUNK : HINT_NONE;
 	}
 	if (c.sock < 0)
-		return false;
+		return HINT_NONE;
+	/* Gone already (a client that connects and closes): nothing to
+	 * answer, no identity to read. */
+	if (hint_client_left(c.sock)) {
+		close(c.sock);
+		hs->nr_refused++;
+		return HINT_JUNK;
+	}
+	len = sizeof(cred);
+	if (getsockopt(c.sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.pid <= 0) {
+		reason = ESRCH;
+		goto refuse;
+	}
+	r = &hs->refused[cred.uid % HINT_REFUSED_CACHE];
+	if (r->reason && r->uid == cred.uid && r->gen == hs->gen &&
+	    hint_now_ns() - r->t < HINT_SWEEP_GAP_NS) {
+		reason = r->reason;
+		hs->nr_refused_quota += reason == EDQUOT;
+		goto refuse;
+	}
 	/*
 	 * The peer's identity: the pidfd and the pid both come from the
 	 * struct pid the kernel recorded at connect(). The pid number is
@@ -840,9 +961,7 @@ static bool hint_accept_one(struct hint_server *hs)
 		reason = errno == ENOPROTOOPT ? EOPNOTSUPP : ESRCH;
 		goto refuse;
 	}
-	len = sizeof(cred);
-	if (getsockopt(c.sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.pid <= 0 ||
-	    !hint_peer_alive(c.pidfd)) {
+	if (!hint_peer_alive(c.pidfd)) {
 		reason = ESRCH;
 		goto refuse;
 	}
@@ -867,13 +986,19 @@ static bool hint_accept_one(struct hint_server *hs)
 	reason = hs->outer_fd < 0 ? EUSERS : hint_room_for(hs, c.owner);
 	if (reason) {
 		hs->nr_refused_quota += reason == EDQUOT;
+		if (hs->outer_fd >= 0)
+			*r = (struct hint_refused){ c.uid, reason, hs->gen, hint_now_ns() };
+		goto refuse;
+	}
+	if (c.owner && !hint_rate_take(hs, c.owner)) {
+		reason = EBUSY;
 		goto refuse;
 	}
 	hs->pend[hs->nr_pend++] = c;
-	return true;
+	return HINT_QUEUED;
 refuse:
 	hint_refuse_conn(hs, &c, reason);
-	return true;
+	return HINT_JUNK;
 }
 
 /*
@@ -893,6 +1018,7 @@ static void hint_ack_pending(struct hint_server *hs)
 
 		if (hint_client_left(c->sock)) {
 			hint_refuse_conn(hs, c, EAGAIN);
+			hs->gen++;
 			continue;
 		}
 		if (!c->acked && recv(c->sock, &b, 1, MSG_DONTWAIT) == 1 && b == WS_HINT_ASK_ACK)
@@ -980,6 +1106,7 @@ static void hint_answer_some(struct hint_server *hs)
 			 !hint_peer_alive(c->pidfd) ? ESRCH : hint_make_array(c);
 		if (reason) {
 			hint_refuse_conn(hs, c, reason);
+			hs->gen++;
 			continue;
 		}
 		keys[nb] = c->tgid;
@@ -1028,6 +1155,7 @@ static void hint_answer_some(struct hint_server *hs)
 			else
 				hint_bucket(hs, c->tgid, -1);
 			hint_refuse_conn(hs, c, reason);
+			hs->gen++;
 			continue;
 		}
 		hs->conns[hs->nr++] = *c;
@@ -1050,6 +1178,61 @@ static int hint_conn_of(const struct hint_server *hs, __u32 tgid)
 	return -1;
 }
 
+/* This thread's CPU time, ns. */
+static long long hint_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/* Junk time comes back at HINT_JUNK_SHARE of the time that passes. */
+static void hint_junk_refill(struct hint_server *hs)
+{
+	long long now = hint_now_ns();
+
+	hs->junk_budget += (long long)((now - hs->junk_t) * HINT_JUNK_SHARE);
+	if (hs->junk_budget > HINT_JUNK_BURST_NS)
+		hs->junk_budget = HINT_JUNK_BURST_NS;
+	hs->junk_t = now;
+}
+
+/* Stop (or resume) waking for the listening socket, which stays readable
+ * while connections wait in its queue. */
+static void hint_listen_pause(struct hint_server *hs, bool pause)
+{
+	struct epoll_event ev = { .events = pause ? 0 : EPOLLIN, .data.u64 = HINT_EP_LISTEN };
+
+	if (pause != hs->listen_paused && !epoll_ctl(hs->ep, EPOLL_CTL_MOD, hs->lfd, &ev))
+		hs->listen_paused = pause;
+}
+
+/*
+ * Accept the waiting connections, up to WS_HINT_MAX_PROCS, while the
+ * loader has time for junk: the loop stops when the junk so far, at what
+ * a connection cost in the rounds before (hs->conn_ns, a moving average),
+ * would use up what is left. Returns the junk, and the other connections
+ * in *@queued.
+ */
+static int hint_accept_some(struct hint_server *hs, int *queued)
+{
+	int r, junk = 0;
+
+	*queued = 0;
+	for (;;) {
+		r = hint_accept_one(hs);
+		if (r == HINT_NONE)
+			break;
+		if (r == HINT_QUEUED && ++*queued + junk >= (int)WS_HINT_MAX_PROCS)
+			break;
+		if (r == HINT_JUNK && (hs->junk_budget - ++junk * hs->conn_ns <= 0 ||
+				       *queued + junk >= (int)WS_HINT_MAX_PROCS))
+			break;
+	}
+	return junk;
+}
+
 /*
  * Wait up to @timeout_ms for events and handle them (a sleep when off).
  * epoll, not poll: an idle round costs nothing per registered process.
@@ -1058,14 +1241,24 @@ void hint_server_poll(struct hint_server *hs, int timeout_ms)
 {
 	static struct epoll_event evs[256];
 	bool listen_ready = false;
-	int i, k, n;
+	int i, k, n, junk = 0, queued = 0, work = 0;
+	long long c0;
 
 	if (!hs) {
 		usleep(timeout_ms * 1000);
 		return;
 	}
-	/* Connections still waiting for arrays: another round at once. */
-	n = epoll_wait(hs->ep, evs, sizeof(evs) / sizeof(evs[0]), hs->nr_pend ? 0 : timeout_ms);
+	/* Connections still waiting for arrays: another round at once.
+	 * Out of time for junk: back when some is due. */
+	if (hs->nr_pend)
+		timeout_ms = 0;
+	else if (hs->listen_paused) {
+		int due = (int)(-hs->junk_budget / HINT_JUNK_SHARE / 1e6) + 1;
+
+		timeout_ms = due < timeout_ms ? due : timeout_ms;
+	}
+	n = epoll_wait(hs->ep, evs, sizeof(evs) / sizeof(evs[0]), timeout_ms);
+	c0 = hint_cpu_ns();
 	/* Departures first (see "PID reuse" above). */
 	for (k = 0; k < n; k++) {
 		__u64 key = evs[k].data.u64;
@@ -1080,6 +1273,7 @@ void hint_server_poll(struct hint_server *hs, int timeout_ms)
 		if (key & 1 ? hint_conn_gone(&hs->conns[i], 0, (short)evs[k].events) :
 			      hint_conn_gone(&hs->conns[i], (short)evs[k].events, 0))
 			hint_conn_close(hs, i);
+		work++;
 	}
 	if (hs->nr_linger) {
 		struct timespec ts;
@@ -1094,13 +1288,34 @@ void hint_server_poll(struct hint_server *hs, int timeout_ms)
 	}
 	hint_flush_dels(hs);
 	/* Take every waiting connection off the queue first (bounded by
-	 * the room check), acknowledge, then make some arrays. */
-	for (i = 0; listen_ready && i < (int)WS_HINT_MAX_PROCS; i++)
-		if (!hint_accept_one(hs))
-			break;
+	 * the room check and the time for junk), acknowledge, then make
+	 * some arrays. */
+	hint_junk_refill(hs);
+	if (hs->listen_paused && hs->junk_budget > 0) {
+		hint_listen_pause(hs, false);
+		listen_ready = true;	/* not polled: look */
+	}
+	if (listen_ready && !hs->listen_paused)
+		junk = hint_accept_some(hs, &queued);
+	work += queued + hs->nr_pend;
 	hint_ack_pending(hs);
 	if (hs->nr_pend)
 		hint_answer_some(hs);
+	/* A round of junk alone is charged what it took, and teaches what
+	 * junk costs; junk among other work, what it costs. */
+	if (junk && !work) {
+		long long cost = hint_cpu_ns() - c0;
+
+		hs->conn_ns += (cost / junk - hs->conn_ns) / 4;
+		hs->junk_budget -= cost;
+	} else if (junk) {
+		hs->junk_budget -= junk * hs->conn_ns;
+	}
+	/* A pause is at most what a burst takes to come back: one costly
+	 * refusal (a sweep) must not stop registrations for long. */
+	if (hs->junk_budget < -HINT_JUNK_BURST_NS)
+		hs->junk_budget = -HINT_JUNK_BURST_NS;
+	hint_listen_pause(hs, hs->junk_budget <= 0);
 }
 
 void hint_server_stop(struct hint_server *hs)

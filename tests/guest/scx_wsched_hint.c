@@ -1003,6 +1003,241 @@ TEST_F_TIMEOUT(hint, churned_arrays_are_bounded_per_user, 900)
 	EXPECT_EQ(0, register_as_nobody(&users, 1, 0)) TH_LOG("the user cannot register again");
 }
 
+#define CHURNERS	4
+#define FLOOD_REGS	8	/* the other user's registrations in each phase */
+
+struct flood {
+	long cycles[2];
+	int filled, mapped, phase, go_exit;
+	double reg_s[FLOOD_REGS];	/* the other user's registrations, each timed */
+	int reg_rc[FLOOD_REGS];
+};
+
+/* In a child after its last change of credentials (which clears it): die
+ * with the parent, so that a test that ends early leaves no process. */
+static void die_with_parent(pid_t parent)
+{
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+		_exit(1);
+}
+
+/*
+ * A churner until told to exit: in phase 0 it speaks the protocol (connect,
+ * take the refusal, close), in phase 1 it connects and closes at once;
+ * between phases (-1) it waits.
+ */
+static void flood_loop(struct flood *fl)
+{
+	int ph;
+
+	while (!__atomic_load_n(&fl->go_exit, __ATOMIC_ACQUIRE)) {
+		ph = __atomic_load_n(&fl->phase, __ATOMIC_ACQUIRE);
+		if (ph == 0) {
+			churn_once();
+		} else if (ph == 1) {
+			int s = wt_hint_connect();
+
+			if (s >= 0)
+				close(s);
+		} else {
+			usleep(1000);
+			continue;
+		}
+		__atomic_add_fetch(&fl->cycles[ph], 1, __ATOMIC_RELAXED);
+	}
+}
+
+/* In a child as uid 65533 with @users: time one registration into
+ * fl->reg_s[@k] and its result into fl->reg_rc[@k], then exit. */
+static void timed_register(struct flood *fl, int k, gid_t users)
+{
+	pid_t kid = fork();
+
+	if (!kid) {
+		double t0;
+
+		if (setgroups(1, &users) || setgid(65533) || setuid(65533))
+			_exit(3);
+		t0 = wt_now();
+		fl->reg_rc[k] = ws_thread_register();
+		fl->reg_s[k] = wt_now() - t0;
+		_exit(0);
+	}
+	if (kid > 0)
+		waitpid(kid, NULL, 0);
+}
+
+/* FLOOD_REGS registrations of another user, 0.25 s apart: the slowest,
+ * how many failed, and the loader's share of a CPU over them. */
+static double flood_phase(struct flood *fl, pid_t loader, gid_t users, int *fails, double *cpu,
+			  double *secs)
+{
+	double c0 = wt_proc_run_s(loader), t0 = wt_now(), worst = 0;
+	int k;
+
+	*fails = 0;
+	for (k = 0; k < FLOOD_REGS; k++) {
+		wt_sleep(0.25);
+		timed_register(fl, k, users);
+		*fails += fl->reg_rc[k] != 0;
+		if (fl->reg_s[k] > worst)
+			worst = fl->reg_s[k];
+	}
+	*secs = wt_now() - t0;
+	*cpu = (wt_proc_run_s(loader) - c0) / *secs;
+	return worst;
+}
+
+/*
+ * A user at its quota (128 arrays kept mapped) runs 4 clients without
+ * pause that connect, take their refusal and close (the loader once looked
+ * for freed arrays at every refusal, and took every connection at once).
+ * Another user's registrations meanwhile each take at most 100 ms longer
+ * than beside the arrays alone, and the loader uses at most 10% of a CPU
+ * more. Then the 4 connect and close at once, faster than the one loader
+ * thread can take connections: the loader still uses at most 10% more (it
+ * takes junk at a bounded rate, and the rest wait in connect()), and the
+ * other user still registers every time; how long that takes is the
+ * kernel's listen queue's, and only printed.
+ */
+TEST_F_TIMEOUT(hint, churning_user_delays_no_other_registration, 120)
+{
+	struct flood *fl = shared_mem(sizeof(*fl));
+	gid_t users = self->users_gid;
+	double worst, cpu, cpu0, secs, ref = 0;
+	pid_t kid, test = getpid();
+	int j, fails;
+
+	ASSERT_NE(NULL, fl);
+	fl->phase = -1;
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		pid_t fl_parent = getpid();
+		int rc;
+
+		/* A uid of its own: another test's arrays are not its quota,
+		 * nor another test's registrations its rate (EBUSY: wait). */
+		if (setgroups(1, &users) || setgid(65534) || setuid(65530))
+			_exit(3);
+		die_with_parent(test);
+		while ((rc = churn_once()) == 0 || rc == -EBUSY)
+			if (rc)
+				usleep(100000);
+			else
+				fl->mapped++;
+		__atomic_store_n(&fl->filled, rc == -EDQUOT ? 1 : -1, __ATOMIC_RELEASE);
+		for (j = 0; j < CHURNERS; j++)
+			if (!fork()) {
+				die_with_parent(fl_parent);
+				flood_loop(fl);
+				_exit(0);
+			}
+		while (wait(NULL) > 0)
+			;
+		_exit(0);
+	}
+	for (j = 0; j < 1200 && !__atomic_load_n(&fl->filled, __ATOMIC_ACQUIRE); j++)
+		wt_sleep(0.1);
+	ASSERT_EQ(1, fl->filled)
+		TH_LOG("the churning user did not reach its quota (%d mapped)", fl->mapped);
+	/* The reference: the same registrations beside the arrays alone
+	 * (the loader prints its counters every second meanwhile). */
+	ref = flood_phase(fl, self->pid, users, &fails, &cpu0, &secs);
+	EXPECT_EQ(0, fails);
+	for (j = 0; j < 2; j++) {
+		__atomic_store_n(&fl->phase, j, __ATOMIC_RELEASE);
+		wt_sleep(0.5);
+		worst = flood_phase(fl, self->pid, users, &fails, &cpu, &secs);
+		TH_LOG("%s, %d arrays kept: %ld cycles (%.0f/s); another user's registrations: "
+		       "%d of %d failed, slowest %.1f ms (%.1f ms beside the arrays alone); loader CPU %.1f%% "
+		       "(%.1f%% without churn)", j ? "connect and close" : "refused by the quota",
+		       fl->mapped, fl->cycles[j], fl->cycles[j] / (secs + 0.5), fails, FLOOD_REGS,
+		       1e3 * worst, 1e3 * ref, 100 * cpu, 100 * cpu0);
+		EXPECT_EQ(0, fails);
+		/* What the churn adds: a slower guest slows both alike. */
+		if (!j)
+			EXPECT_LT(worst - ref, 0.100);
+		EXPECT_LT(cpu - cpu0, 0.10);
+		EXPECT_LT(0, fl->cycles[j]) TH_LOG("the churners never ran");
+	}
+	__atomic_store_n(&fl->go_exit, 1, __ATOMIC_RELEASE);
+	waitpid(kid, NULL, 0);
+}
+
+/* One registration by hand that gives its array back at once: connect,
+ * take the array, close it and the connection. 0 or -reason. */
+static int churn_free_once(void)
+{
+	struct timeval tv = { .tv_sec = 10 };
+	struct ws_hint_hello hello;
+	int sock = wt_hint_connect(), fd;
+	ssize_t n;
+
+	if (sock < 0)
+		return sock;
+	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	n = wt_hint_answer(sock, &hello, &fd);
+	close(sock);
+	if (n < 0)
+		return errno == EAGAIN ? -ETIMEDOUT : -errno;
+	if (fd < 0)
+		return n == sizeof(hello) && hello.reserved ? -(int)hello.reserved : -EPROTO;
+	close(fd);
+	return 0;
+}
+
+struct rate_shared {
+	long got, busy, quota, other;
+	double secs;
+};
+
+/*
+ * A user registers and gives its array back at once, in a loop for 3 s:
+ * each array costs the loader a map and an RCU grace period, and one given
+ * back soon counts free again, so the quota alone would let the loop go on
+ * as fast as the loader makes arrays. The user gets its quota's worth (128)
+ * at once and then about 10 a second; the rest are refused with -EBUSY.
+ */
+TEST_F_TIMEOUT(hint, registrations_of_one_user_are_rate_limited, 60)
+{
+	struct rate_shared *rs = shared_mem(sizeof(*rs));
+	gid_t users = self->users_gid;
+	pid_t kid;
+
+	ASSERT_NE(NULL, rs);
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		double t0;
+
+		if (setgroups(1, &users) || setgid(65531) || setuid(65531))
+			_exit(3);
+		t0 = wt_now();
+		while (wt_now() - t0 < 3) {
+			int rc = churn_free_once();
+
+			if (!rc)
+				rs->got++;
+			else if (rc == -EBUSY)
+				rs->busy++;
+			else if (rc == -EDQUOT)
+				rs->quota++;
+			else
+				rs->other++;
+		}
+		rs->secs = wt_now() - t0;
+		_exit(0);
+	}
+	waitpid(kid, NULL, 0);
+	TH_LOG("%.1f s: %ld arrays, %ld refused -EBUSY, %ld -EDQUOT, %ld otherwise", rs->secs,
+	       rs->got, rs->busy, rs->quota, rs->other);
+	EXPECT_LE(128, rs->got);
+	EXPECT_GE(128 + 10 * rs->secs + 2, rs->got);
+	EXPECT_LT(0, rs->busy);
+	EXPECT_EQ(0, rs->other);
+}
+
 /* ------------------------------------------------ reload */
 
 /* The id of the newest map named @name, or 0. */

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -704,13 +705,16 @@ static inline int wt_hogs_init(struct wt_hogs *h)
  */
 static inline int wt_hog_start(struct wt_hogs *h, int nice, const cpu_set_t *set)
 {
+	pid_t pid, parent = getpid();
 	int i = h->n;
-	pid_t pid;
 
 	if (i >= WT_MAX_HOGS)
 		return -1;
 	pid = fork();
 	if (pid == 0) {
+		/* A test that ends early must not leave a hog to the next. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+			_exit(1);
 		if (set && sched_setaffinity(0, sizeof(*set), set))
 			_exit(1);
 		if (nice == WT_SCHED_IDLE) {

@@ -178,6 +178,9 @@ static void report(int err)
 	case -EDQUOT:
 		why = "this user has as many processes registered as the loader allows at";
 		break;
+	case -EBUSY:
+		why = "this user registers processes faster than the loader allows at";
+		break;
 	case -ESRCH:
 		why = "the scx_wsched loader could not identify this process at";
 		break;

@@ -115,7 +115,9 @@ struct ws_hint_header {
  * descriptor, with nr_slots 0 and the reason, an errno, in reserved
  * (EUSERS: as many processes registered as the loader serves; EMFILE: out
  * of descriptors; ENOMEM: no memory for the array; EDQUOT: the user's
- * quota of arrays; ESRCH: the process is gone; EAGAIN: try again).
+ * quota of arrays; EBUSY: the user had arrays made faster than the loader
+ * makes them for one user; EPERM: the loader cannot tell whose quota the
+ * process counts against; ESRCH: the process is gone; EAGAIN: try again).
  *
  * A client may send one byte, WS_HINT_ASK_ACK, right after connect(): the
  * loader then acknowledges, once it has taken the connection off its queue

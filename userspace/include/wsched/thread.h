@@ -54,7 +54,9 @@ extern "C" {
  * thread-specific key was left for releasing the slot at thread exit, or
  * the loader's reason for refusing the process (-EUSERS: it serves as many
  * processes as it can; -EMFILE, -ENOMEM, -EDQUOT: the user's quota of
- * arrays, -ESRCH: the process was gone when the loader looked).
+ * arrays, -EBUSY: the user registers faster than the loader allows one
+ * user, -EPERM: the loader cannot read the process's user namespace,
+ * -ESRCH: the process was gone when the loader looked).
  * On failure the thread keeps working with its private slot.
  * Pool workers register themselves; the slot is released at thread exit.
  */
