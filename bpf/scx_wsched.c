@@ -933,7 +933,7 @@ static int load_and_run(const struct opts *o, int nr_cpus, bool *restart)
 	double t0, t_open = now_s(), t_load;
 	struct cg_report *rep = NULL;
 	struct scx_wsched *skel;
-	struct bpf_link *link;
+	struct bpf_link *link, *exec_link;
 	int err, nr_llcs, status;
 
 	*restart = false;
@@ -953,13 +953,28 @@ static int load_and_run(const struct opts *o, int nr_cpus, bool *restart)
 	t_load = now_s();
 	if (verbose)
 		print_verified(skel->obj);
-	hint_server_attach(hint_srv, bpf_map__fd(skel->maps.hint_procs), &skel->bss->hint_procs_live,
-			   skel->bss->hint_tgid_buckets);
+	/* Before any registration: an exec must always end one. */
+	exec_link = bpf_program__attach(skel->progs.wsched_exec);
+	if (!exec_link) {
+		fprintf(stderr, "%s: cannot attach the exec hook (tp_btf/sched_process_exec): %s\n",
+			prog, strerror(errno));
+		scx_wsched__destroy(skel);
+		return EX_LOAD;
+	}
+	hint_server_attach(hint_srv, &(struct hint_bpf){
+		.outer_fd = bpf_map__fd(skel->maps.hint_procs),
+		.live = &skel->bss->hint_procs_live,
+		.buckets = skel->bss->hint_tgid_buckets,
+		.execd_fd = bpf_map__fd(skel->maps.hint_execd),
+		.execd_live = &skel->bss->hint_execd_live,
+		.execd_lost = &skel->bss->hint_execd_lost,
+	});
 	bpf_map__set_autoattach(skel->maps.wsched_ops, false);
 	link = bpf_map__attach_struct_ops(skel->maps.wsched_ops);
 	if (!link) {
 		err = errno;
 		hint_server_detach(hint_srv);
+		bpf_link__destroy(exec_link);
 		scx_wsched__destroy(skel);
 		if (err == EBUSY || err == EEXIST || err == EALREADY) {
 			fprintf(stderr, "%s: another sched_ext scheduler is loaded (attach: %s)\n",
@@ -986,6 +1001,7 @@ static int load_and_run(const struct opts *o, int nr_cpus, bool *restart)
 	cg_report_free(rep);
 	status = report_exit(skel, restart);
 	hint_server_detach(hint_srv);
+	bpf_link__destroy(exec_link);
 	scx_wsched__destroy(skel);
 	return status;
 }

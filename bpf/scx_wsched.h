@@ -25,6 +25,10 @@
  */
 #define WSCHED_TGID_BUCKETS	4096
 
+/* Execs of processes perhaps registered that wait for the loader to drop
+ * their registration at once (hint_execd, scx_wsched_hint.bpf.h). */
+#define WSCHED_EXECD_MAX	4096
+
 /*
  * Cgroups with the cpu controller, each in a slot of the BPF array map
  * `wsched_cgroups` (slot 0: the root), readable with bpftool and by the

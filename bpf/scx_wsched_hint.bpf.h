@@ -160,6 +160,47 @@ struct {
 	__array(values, struct hint_slots);
 } hint_procs SEC(".maps");
 
+/*
+ * Processes that exec'd while they may have been registered, until the
+ * loader dropped their registration (tgid -> 1). A registration covers
+ * the image that connected: after an exec, whoever kept the array (a
+ * helper forked before, holding the mapping) would otherwise steer the new
+ * image's threads, a set-id program's among them. wsched_exec() adds the
+ * tgid at the exec, before the new image runs, and from then on
+ * hint_procs_get() finds no array for it; the loader deletes the
+ * hint_procs entry, then this one. hint_execd_live counts the entries
+ * (raised here, lowered by the loader after each deletion), so the
+ * lookup is paid only while some exec waits for the loader.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, WSCHED_EXECD_MAX);
+	__type(key, u32);
+	__type(value, u32);
+} hint_execd SEC(".maps");
+
+volatile u32 hint_execd_live;
+
+/*
+ * Set here when an exec found hint_execd full (WSCHED_EXECD_MAX execs of
+ * processes in registered buckets between two rounds of the loader): no
+ * array counts until the loader has checked every registration again and
+ * cleared it. Fails closed, and costs a load.
+ */
+volatile u32 hint_execd_lost;
+
+/* hint_procs[@tgid], unless the process exec'd since it registered. */
+static __always_inline void *hint_procs_get(u32 tgid)
+{
+	void *slots = bpf_map_lookup_elem(&hint_procs, &tgid);
+
+	if (!slots || hint_execd_lost)
+		return NULL;
+	if (hint_execd_live && bpf_map_lookup_elem(&hint_execd, &tgid))
+		return NULL;
+	return slots;
+}
+
 struct hint_ctx {
 	u32 slot;		/* last slot index that matched; 0 (the header's): none */
 	u32 graced;		/* a grace was granted; the fields below are valid */
@@ -281,7 +322,7 @@ static __always_inline struct ws_hint_slot *hint_take_announce(struct task_struc
 	void *slots;
 	u64 word;
 
-	slots = bpf_map_lookup_elem(&hint_procs, &tgid);
+	slots = hint_procs_get(tgid);
 	if (!slots)
 		return NULL;
 	h = (struct ws_hint_header *)bpf_map_lookup_elem(slots, &zero);
@@ -336,7 +377,7 @@ static __always_inline struct ws_hint_slot *hint_slot(struct task_struct *p, str
 
 	if (!hints_live_for(p))
 		return NULL;
-	slots = bpf_map_lookup_elem(&hint_procs, &tgid);
+	slots = hint_procs_get(tgid);
 	if (!slots)
 		return NULL;
 	return slot_of_tid(slots, hint_task_tid(p, hc), hc);
@@ -452,9 +493,7 @@ static __always_inline bool tid_is_idle_thief(void *slots, u32 tid)
  * not registered; whether or not hints act (hint_registered()). */
 static __always_inline void *proc_slots(struct task_struct *p)
 {
-	u32 tgid = p->tgid;
-
-	return bpf_map_lookup_elem(&hint_procs, &tgid);
+	return hint_procs_get(p->tgid);
 }
 
 /* proc_slots(@p), or NULL when only observing. Not gated on
@@ -702,6 +741,27 @@ static __always_inline bool wsched_hint_stopping(struct task_struct *p, bool run
 			STAT_INC(nr_cs_yielded);
 	}
 	return !hint_observe && *(volatile u32 *)&s->state == WS_HINT_THIEF;
+}
+
+/*
+ * An exec ends the process's registration (hint_execd, above): runs at
+ * every exec, after the new image is in and before it runs; a process
+ * whose bucket is 0 cannot be registered and costs two loads.
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(wsched_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	u32 tgid = p->tgid, one = 1;
+	long err;
+
+	if (!hints_live_for(p))
+		return 0;
+	err = bpf_map_update_elem(&hint_execd, &tgid, &one, BPF_NOEXIST);
+	if (!err)
+		__sync_fetch_and_add(&hint_execd_live, 1);
+	else if (err != -EEXIST)
+		hint_execd_lost = 1;
+	return 0;
 }
 
 #endif /* __SCX_WSCHED_HINT_BPF_H */

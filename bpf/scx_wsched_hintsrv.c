@@ -86,6 +86,8 @@ struct hint_conn {
 	const struct ws_hint_header *hdr;
 	__u32 tgid;
 	__u32 uid;		/* the peer's, at connect() */
+	__u32 gid;
+	bool init_userns;	/* in the initial user namespace (hint_owner_of()) */
 	__u64 owner;		/* whose quota it counts against (hint_owner_of()) */
 	__u32 map_id;		/* its array's id, to follow it after the connection */
 	bool acked;		/* its WS_HINT_ASK_ACK was taken (and answered while it waited) */
@@ -167,6 +169,8 @@ struct hint_server {
 	int outer_fd;		/* hint_procs of the loaded object, -1 while none */
 	volatile __u32 *live;	/* its hint_procs_live (bss), NULL while none */
 	volatile __u32 *buckets; /* its hint_tgid_buckets (bss), NULL while none */
+	int execd_fd;		/* its hint_execd, -1 while none */
+	volatile __u32 *execd_live, *execd_lost;	/* their counters (bss) */
 	char path[HINT_SOCK_PATH_SIZE];
 	const char *name;	/* its last component, in path */
 	int dfd;		/* its directory (O_PATH), while lfd is open */
@@ -402,7 +406,8 @@ static bool hint_ns_is(int fd, dev_t dev, ino_t ino, ino_t *out)
  * check (CAP_SYS_PTRACE for another user's process), which is why the
  * service keeps that capability.
  */
-static int hint_owner_of(struct hint_server *hs, int pidfd, __u32 uid, __u64 *owner)
+static int hint_owner_of(struct hint_server *hs, int pidfd, __u32 uid, __u64 *owner,
+			 bool *init_userns)
 {
 	int cur = ioctl(pidfd, PIDFD_GET_USER_NAMESPACE, 0), top = -1, depth = 0, err = 0;
 	ino_t ino = 0, top_ino = 0;
@@ -411,6 +416,7 @@ static int hint_owner_of(struct hint_server *hs, int pidfd, __u32 uid, __u64 *ow
 	if (cur < 0) {
 		if (errno == EOPNOTSUPP) {	/* no user namespaces: uids are users */
 			*owner = uid;
+			*init_userns = true;
 			return 0;
 		}
 		if (errno == ESRCH)
@@ -438,6 +444,7 @@ static int hint_owner_of(struct hint_server *hs, int pidfd, __u32 uid, __u64 *ow
 		cur = parent;
 	}
 	close(cur);
+	*init_userns = top < 0;
 	if (top < 0) {
 		*owner = uid;
 		return 0;
@@ -665,6 +672,7 @@ struct hint_server *hint_server_start(const char *path, long gid, int max_procs,
 	hs->lfd = -1;
 	hs->dfd = -1;
 	hs->outer_fd = -1;
+	hs->execd_fd = -1;
 	hs->spare = -1;
 	hs->ep = -1;
 	if (hint_listen(hs, path, gid, why, why_len)) {
@@ -797,12 +805,107 @@ static void hint_conn_close(struct hint_server *hs, int i)
 	hint_publish(hs);
 }
 
+/* The index of the connection of @tgid, or -1. */
+static int hint_conn_of(const struct hint_server *hs, __u32 tgid)
+{
+	int i;
+
+	for (i = 0; i < hs->nr; i++)
+		if (hs->conns[i].tgid == tgid)
+			return i;
+	return -1;
+}
+
+/*
+ * Whether the process of @c still runs with what it connected with: its
+ * real, effective and saved uid and gid are the connect()'s, and, unless
+ * it is root's or in a user namespace of its own (whose capabilities
+ * reach nothing outside it, and where the host's file capabilities and
+ * set-uid-root do not apply), it holds no capability. An exec of a set-id
+ * program changes the ids, one of a program with file capabilities gives
+ * it capabilities; an exec of an ordinary program changes neither, and
+ * the user could ptrace that image anyway. (Dumpability would say the
+ * same of those execs, but also of every process that dropped privileges,
+ * which may register.) Read from /proc/TGID/status, then the pidfd
+ * checked alive again: the number was the process's all along.
+ */
+static bool hint_same_image(const struct hint_conn *c)
+{
+	unsigned int u[4], g[4];
+	unsigned long long cap = ~0ull;
+	char path[64], buf[4096], *l;
+	bool have_u = false, have_g = false;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", c->tgid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	for (l = buf; l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		if (!strncmp(l, "Uid:", 4))
+			have_u = sscanf(l + 4, "%u %u %u %u", &u[0], &u[1], &u[2], &u[3]) == 4;
+		else if (!strncmp(l, "Gid:", 4))
+			have_g = sscanf(l + 4, "%u %u %u %u", &g[0], &g[1], &g[2], &g[3]) == 4;
+		else if (!strncmp(l, "CapPrm:", 7) && sscanf(l + 7, "%llx", &cap) != 1)
+			cap = ~0ull;
+	}
+	return have_u && have_g && u[0] == c->uid && u[1] == c->uid && u[2] == c->uid &&
+	       g[0] == c->gid && g[1] == c->gid && g[2] == c->gid &&
+	       (!c->uid || !c->init_userns || !cap) &&
+	       hint_peer_alive(c->pidfd);
+}
+
+/*
+ * Drop the registrations of the processes that exec'd (hint_execd, which
+ * the BPF side fills at each exec and reads for every hint until the
+ * entry goes): close their connections, delete their entries, then the
+ * marks. A connection still waiting for its array is left to its check at
+ * the answer (hint_same_image()). If the BPF side lost a mark (hint_execd
+ * full: it then reads no array at all), every registration is checked
+ * again instead, and the gate opened after.
+ */
+static void hint_take_execs(struct hint_server *hs)
+{
+	__u32 keys[256], key, *prev = NULL;
+	int n = 0, i;
+
+	if (!hs->execd_live || (!*hs->execd_live && !*hs->execd_lost))
+		return;
+	while (n < (int)(sizeof(keys) / sizeof(keys[0])) &&
+	       !bpf_map_get_next_key(hs->execd_fd, prev, &key)) {
+		keys[n] = key;
+		prev = &keys[n++];
+		i = hint_conn_of(hs, key);
+		if (i >= 0)
+			hint_conn_close(hs, i);
+	}
+	if (*hs->execd_lost) {
+		__atomic_store_n(hs->execd_lost, 0, __ATOMIC_SEQ_CST);	/* before the checks */
+		for (i = 0; i < hs->nr;)
+			if (hint_same_image(&hs->conns[i]))
+				i++;
+			else
+				hint_conn_close(hs, i);
+	}
+	hint_flush_dels(hs);
+	for (i = 0; i < n; i++)
+		if (!bpf_map_delete_elem(hs->execd_fd, &keys[i]))
+			__atomic_fetch_sub(hs->execd_live, 1, __ATOMIC_RELEASE);
+}
+
 /* A new BPF object was loaded (first load or a restart): fill its map, then
  * open its gate. A restart takes a while, with no poll round: processes
  * that left meanwhile are let go first, so the new map never holds them
- * (their tgids are numbers that may be reused once they are reaped). */
-void hint_server_attach(struct hint_server *hs, int outer_fd, volatile __u32 *live,
-			volatile __u32 *buckets)
+ * (their tgids are numbers that may be reused once they are reaped), and
+ * so are those that exec'd a privileged program meanwhile (no exec hook
+ * ran). */
+void hint_server_attach(struct hint_server *hs, const struct hint_bpf *b)
 {
 	int i = 0;
 
@@ -814,18 +917,23 @@ void hint_server_attach(struct hint_server *hs, int outer_fd, volatile __u32 *li
 			{ .fd = hs->conns[i].pidfd, .events = POLLIN },
 		};
 
-		if (poll(p, 2, 0) > 0 && hint_conn_gone(&hs->conns[i], p[0].revents, p[1].revents))
+		if ((poll(p, 2, 0) > 0 &&
+		     hint_conn_gone(&hs->conns[i], p[0].revents, p[1].revents)) ||
+		    !hint_same_image(&hs->conns[i]))
 			hint_conn_close(hs, i);
 		else
 			i++;
 	}
 	hs->nr_dels = 0;	/* the old map is gone, the new one is empty */
-	hs->outer_fd = outer_fd;
-	hs->live = live;
-	hs->buckets = buckets;
+	hs->outer_fd = b->outer_fd;
+	hs->live = b->live;
+	hs->buckets = b->buckets;
+	hs->execd_fd = b->execd_fd;
+	hs->execd_live = b->execd_live;
+	hs->execd_lost = b->execd_lost;
 	for (i = 0; i < hs->nr; i++) {
 		hint_bucket(hs, hs->conns[i].tgid, 1);
-		bpf_map_update_elem(outer_fd, &hs->conns[i].tgid, &hs->conns[i].map_fd, BPF_ANY);
+		bpf_map_update_elem(hs->outer_fd, &hs->conns[i].tgid, &hs->conns[i].map_fd, BPF_ANY);
 	}
 	hint_publish(hs);
 }
@@ -834,10 +942,14 @@ void hint_server_detach(struct hint_server *hs)
 {
 	if (!hs)
 		return;
+	hint_take_execs(hs);
 	hint_flush_dels(hs);
 	hs->outer_fd = -1;
 	hs->live = NULL;
 	hs->buckets = NULL;
+	hs->execd_fd = -1;
+	hs->execd_live = NULL;
+	hs->execd_lost = NULL;
 }
 
 /*
@@ -967,7 +1079,8 @@ static int hint_accept_one(struct hint_server *hs)
 	}
 	c.tgid = (__u32)cred.pid;	/* the connecting process's tgid */
 	c.uid = (__u32)cred.uid;
-	reason = hint_owner_of(hs, c.pidfd, c.uid, &c.owner);
+	c.gid = (__u32)cred.gid;
+	reason = hint_owner_of(hs, c.pidfd, c.uid, &c.owner, &c.init_userns);
 	if (reason)
 		goto refuse;
 	/* One entry per process: a new connection replaces an old one (its
@@ -1147,6 +1260,10 @@ static void hint_answer_some(struct hint_server *hs)
 		reason = in[i] ? 0 : EAGAIN;
 		if (!reason && !hint_peer_alive(c->pidfd))
 			reason = ESRCH;
+		/* After its bucket went up: a later exec is the BPF side's to
+		 * see; one before, this. */
+		if (!reason && !hint_same_image(c))
+			reason = ESRCH;
 		if (!reason && !hint_send_array(c))
 			reason = EAGAIN;
 		if (reason) {
@@ -1165,17 +1282,6 @@ static void hint_answer_some(struct hint_server *hs)
 	}
 	hint_flush_dels(hs);
 	hint_publish(hs);
-}
-
-/* The index of the connection of @tgid, or -1. */
-static int hint_conn_of(const struct hint_server *hs, __u32 tgid)
-{
-	int i;
-
-	for (i = 0; i < hs->nr; i++)
-		if (hs->conns[i].tgid == tgid)
-			return i;
-	return -1;
 }
 
 /* This thread's CPU time, ns. */
@@ -1275,6 +1381,7 @@ void hint_server_poll(struct hint_server *hs, int timeout_ms)
 			hint_conn_close(hs, i);
 		work++;
 	}
+	hint_take_execs(hs);
 	if (hs->nr_linger) {
 		struct timespec ts;
 		double t;

@@ -54,10 +54,18 @@ long hint_parse_group(const char *name);
 struct hint_server *hint_server_start(const char *path, long gid, int max_procs, int user_max,
 				      char *why, size_t why_len);
 
-/* A BPF object was loaded: @outer_fd is its hint_procs, @live its
- * hint_procs_live, @buckets its hint_tgid_buckets (WSCHED_TGID_BUCKETS). */
-void hint_server_attach(struct hint_server *hs, int outer_fd, volatile __u32 *live,
-			volatile __u32 *buckets);
+/* What the server uses of a loaded BPF object (scx_wsched_hint.bpf.h). */
+struct hint_bpf {
+	int outer_fd;			/* hint_procs */
+	volatile __u32 *live;		/* hint_procs_live (bss) */
+	volatile __u32 *buckets;	/* hint_tgid_buckets (bss, WSCHED_TGID_BUCKETS) */
+	int execd_fd;			/* hint_execd */
+	volatile __u32 *execd_live;	/* hint_execd_live (bss) */
+	volatile __u32 *execd_lost;	/* hint_execd_lost (bss) */
+};
+
+/* A BPF object was loaded: @b says where its maps and counters are. */
+void hint_server_attach(struct hint_server *hs, const struct hint_bpf *b);
 
 /* The BPF object is about to go. */
 void hint_server_detach(struct hint_server *hs);

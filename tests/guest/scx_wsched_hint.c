@@ -1808,6 +1808,235 @@ TEST(set_id_program_ignores_the_socket_variable)
 	EXPECT_NE(0, setid & 0x7f) TH_LOG("nobody registered");
 }
 
+/* ------------------------------------------------ exec */
+
+#define EXEC_CHILD_ENV	"WT_HINT_EXEC_CHILD"
+#define EXEC_DIR	"/tmp/wsched-exec"
+
+/*
+ * The image that a registered process execs (a copy of this program, run
+ * by a constructor before the harness): write whether the kernel started
+ * it in secure mode to fd 3, then spin until killed.
+ */
+__attribute__((constructor)) static void exec_child(void)
+{
+	unsigned char secure;
+
+	if (!getenv(EXEC_CHILD_ENV))
+		return;
+	secure = getauxval(AT_SECURE) ? 1 : 0;
+	/* A set-id exec cleared the parent-death signal: set it again. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() == 1 || write(3, &secure, 1) != 1)
+		_exit(1);
+	for (;;)
+		__asm__ __volatile__("" ::: "memory");
+}
+
+struct exec_shared {
+	pid_t tgid;
+	int registered, go_exec, stop;
+	int answered, answer;	/* exec_before_answer(): the helper's answer */
+};
+
+/*
+ * A process of nobody connects (the loader stopped: nothing answers yet)
+ * and forks a helper that waits for the answer on the same socket; the
+ * process then execs @prog with fd 3 = @report. The helper's answer goes
+ * to sh->answer: 0 an array, else -reason.
+ */
+static pid_t exec_before_answer(struct exec_shared *sh, gid_t users, const char *prog,
+				int report)
+{
+	pid_t test = getpid(), kid = fork(), me;
+	int sock;
+
+	if (kid)
+		return kid;
+	if (setgroups(1, &users) || setgid(65534) || setuid(65534))
+		_exit(3);
+	die_with_parent(test);
+	me = getpid();
+	sock = wt_hint_connect();
+	if (sock < 0)
+		_exit(4);
+	if (!fork()) {
+		struct ws_hint_hello hello;
+		int fd;
+
+		die_with_parent(me);
+		sh->answer = wt_hint_answer(sock, &hello, &fd) != sizeof(hello) ? -EPROTO :
+			     fd >= 0 ? 0 : -(int)hello.reserved;
+		__atomic_store_n(&sh->answered, 1, __ATOMIC_RELEASE);
+		_exit(0);
+	}
+	if (dup2(report, 3) != 3 || setenv(EXEC_CHILD_ENV, "1", 1))
+		_exit(5);
+	execl(prog, prog, (char *)NULL);
+	_exit(127);
+}
+
+static void pin_to(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+/*
+ * A process of nobody registers by hand (its array mapped) and forks a
+ * helper that keeps the mapping and marks the process's one thread THIEF
+ * in its slot without pause; the process spins on HOG_CPU beside a hog
+ * until told to exec @prog with fd 3 = @report. Returns its pid.
+ */
+static pid_t exec_victim(struct exec_shared *sh, gid_t users, const char *prog, int report)
+{
+	pid_t test = getpid(), kid = fork(), me;
+
+	if (kid)
+		return kid;
+	if (setgroups(1, &users) || setgid(65534) || setuid(65534))
+		_exit(3);
+	die_with_parent(test);
+	me = getpid();
+	pin_to(HOG_CPU);
+	struct ws_hint_slot *slots = wt_hint_raw_register(), *s;
+	pid_t tid = getpid();
+
+	if (!slots)
+		_exit(4);
+	sh->tgid = tid;
+	if (!fork()) {		/* the helper: the array outlives the exec with it */
+		die_with_parent(me);
+		pin_to(ATK_CPU);
+		s = &slots[WS_HINT_SLOT_IDX((__u32)tid, 0)];
+		while (!__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE)) {
+			s->owner_tid = (__u32)tid;
+			s->state = WS_HINT_THIEF;
+			__atomic_store_n(&s->abi_version, WS_HINT_ABI_VERSION, __ATOMIC_RELEASE);
+			usleep(1000);
+		}
+		_exit(0);
+	}
+	__atomic_store_n(&sh->registered, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&sh->go_exec, __ATOMIC_ACQUIRE))
+		;
+	if (dup2(report, 3) != 3 || setenv(EXEC_CHILD_ENV, "1", 1))
+		_exit(5);
+	execl(prog, prog, (char *)NULL);
+	_exit(127);
+}
+
+/* nr_thief_demotions over @secs. */
+static long long thief_demotions_over(double secs)
+{
+	struct wsched_stats a, b;
+
+	if (read_stats(&a))
+		return -1;
+	wt_sleep(secs);
+	if (read_stats(&b))
+		return -1;
+	return (long long)(b.nr_thief_demotions - a.nr_thief_demotions);
+}
+
+/*
+ * A registration covers the image that connected. A process of nobody
+ * registers and forks a helper that keeps its array and marks the
+ * process's thread THIEF (4x charge, short slices): demotions count while
+ * it spins (control). Then the loader is stopped (SIGSTOP), so that only
+ * the scheduler itself can tell, and the process execs a copy of this
+ * program made set-uid root: from then on no demotion counts, however the
+ * helper writes; once the loader runs again the registration is gone. An
+ * ordinary program's exec ends the registration too. Last, a process
+ * connects while the loader is stopped and execs the set-uid copy before
+ * the answer: the helper waiting on its socket is refused (-ESRCH).
+ */
+TEST_F_TIMEOUT(hint, exec_ends_the_registration, 90)
+{
+	struct exec_shared *sh = shared_mem(sizeof(*sh));
+	char self_exe[PATH_MAX], cmd[PATH_MAX + 64];
+	const char *prog = EXEC_DIR "/prog";
+	ssize_t n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+	long long before, during;
+	unsigned char secure = 0xff;
+	struct wt_hogs hogs;
+	int report[2], k;
+	pid_t kid;
+
+	ASSERT_NE(NULL, sh);
+	ASSERT_LT(0, n);
+	self_exe[n] = '\0';
+	ASSERT_EQ(0, system("rm -rf " EXEC_DIR));
+	ASSERT_EQ(0, mkdir(EXEC_DIR, 0755));
+	snprintf(cmd, sizeof(cmd), "cp '%s' %s", self_exe, prog);
+	ASSERT_EQ(0, system(cmd));
+	ASSERT_EQ(0, chown(prog, 0, 0));
+	ASSERT_EQ(0, wt_hogs_init(&hogs));
+	ASSERT_LE(0, wt_hog_on(&hogs, HOG_CPU));
+	for (k = 0; k < 2; k++) {	/* 0: set-uid root, 1: ordinary */
+		memset(sh, 0, sizeof(*sh));
+		ASSERT_EQ(0, chmod(prog, k ? 0755 : 04755));
+		ASSERT_EQ(0, pipe(report));
+		kid = exec_victim(sh, self->users_gid, prog, report[1]);
+		ASSERT_LT(0, kid);
+		close(report[1]);
+		ASSERT_TRUE(wait_flag(&sh->registered, 1, 30)) TH_LOG("the process did not register");
+		ASSERT_FALSE(wait_gone(sh->tgid, 0.2)) TH_LOG("no entry for the registered process");
+		before = thief_demotions_over(1.0);
+		if (!k)
+			kill(self->pid, SIGSTOP);
+		__atomic_store_n(&sh->go_exec, 1, __ATOMIC_RELEASE);
+		if (read(report[0], &secure, 1) != 1)
+			secure = 0xff;
+		during = thief_demotions_over(1.0);
+		if (!k)
+			kill(self->pid, SIGCONT);
+		close(report[0]);
+		TH_LOG("%s image (%s): thief demotions %lld in 1 s before the exec, %lld in 1 s "
+		       "after%s", k ? "an ordinary" : "a set-uid root",
+		       secure == 1 ? "secure" : secure == 0 ? "not secure" : "did not start",
+		       before, during, k ? "" : " with the loader stopped");
+		EXPECT_GT(before, 0) TH_LOG("the helper's marks did not count before the exec");
+		if (!k && secure != 1) {
+			__atomic_store_n(&sh->stop, 1, __ATOMIC_RELEASE);
+			kill(kid, SIGKILL);
+			waitpid(kid, NULL, 0);
+			SKIP(goto done, "%s is mounted nosuid: the copy did not run set-uid", EXEC_DIR);
+		}
+		EXPECT_NE(0xff, secure) TH_LOG("the new image did not start");
+		if (!k)
+			EXPECT_EQ(0, during) TH_LOG("the helper steered the set-uid image's thread");
+		EXPECT_TRUE(wait_gone(sh->tgid, 5)) TH_LOG("the registration outlived the exec");
+		__atomic_store_n(&sh->stop, 1, __ATOMIC_RELEASE);
+		kill(kid, SIGKILL);
+		waitpid(kid, NULL, 0);
+	}
+done:
+	/* An exec between the connect() and the answer: refused. */
+	memset(sh, 0, sizeof(*sh));
+	ASSERT_EQ(0, chmod(prog, 04755));
+	ASSERT_EQ(0, pipe(report));
+	kill(self->pid, SIGSTOP);
+	kid = exec_before_answer(sh, self->users_gid, prog, report[1]);
+	close(report[1]);
+	if (kid < 0 || read(report[0], &secure, 1) != 1)
+		secure = 0xff;
+	kill(self->pid, SIGCONT);
+	close(report[0]);
+	EXPECT_EQ(1, secure) TH_LOG("the set-uid image did not start");
+	EXPECT_TRUE(wait_flag(&sh->answered, 1, 10)) TH_LOG("the helper got no answer");
+	TH_LOG("exec before the answer: the helper got %d", sh->answer);
+	EXPECT_EQ(-ESRCH, sh->answer) TH_LOG("an array for the set-uid image");
+	if (kid > 0) {
+		kill(kid, SIGKILL);
+		waitpid(kid, NULL, 0);
+	}
+	wt_hogs_stop(&hogs);
+	EXPECT_EQ(0, system("rm -rf " EXEC_DIR));
+}
+
 /* ------------------------------------------------ isolation */
 
 /* A hostile client: speaks the protocol itself, returns the mapped array. */
