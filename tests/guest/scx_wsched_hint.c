@@ -865,9 +865,9 @@ TEST_F_TIMEOUT(hint, connection_of_a_reaped_process_is_refused, 60)
 static int register_as_nobody(gid_t *groups, int n, int want);
 
 /* One registration spoken by hand, as a hostile client does: connect,
- * map the array, close everything but the mapping. 0 (mapped), the
- * loader's refusal (-reason), or -ETIMEDOUT / -EPROTO. */
-static int churn_once(void)
+ * take the array and map it if @keep, close everything but the mapping.
+ * 0 (taken), the loader's refusal (-reason), or -ETIMEDOUT / -EPROTO. */
+static int churn_cycle(bool keep)
 {
 	struct timeval tv = { .tv_sec = 10 };
 	struct ws_hint_hello hello;
@@ -885,8 +885,17 @@ static int churn_once(void)
 		return (int)n;
 	if (fd < 0)
 		return n == sizeof(hello) && hello.reserved ? -(int)hello.reserved : -EPROTO;
+	if (!keep) {
+		close(fd);	/* the array goes when the loader closes its own */
+		return 0;
+	}
 	/* The mapping stays: the array lingers. */
 	return wt_hint_map(fd) ? 0 : -EPROTO;
+}
+
+static int churn_once(void)
+{
+	return churn_cycle(true);
 }
 
 struct churn {
@@ -1165,28 +1174,6 @@ TEST_F_TIMEOUT(hint, churning_user_delays_no_other_registration, 120)
 	waitpid(kid, NULL, 0);
 }
 
-/* One registration by hand that gives its array back at once: connect,
- * take the array, close it and the connection. 0 or -reason. */
-static int churn_free_once(void)
-{
-	struct timeval tv = { .tv_sec = 10 };
-	struct ws_hint_hello hello;
-	int sock = wt_hint_connect(), fd;
-	ssize_t n;
-
-	if (sock < 0)
-		return sock;
-	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	n = wt_hint_answer(sock, &hello, &fd);
-	close(sock);
-	if (n < 0)
-		return errno == EAGAIN ? -ETIMEDOUT : -errno;
-	if (fd < 0)
-		return n == sizeof(hello) && hello.reserved ? -(int)hello.reserved : -EPROTO;
-	close(fd);
-	return 0;
-}
-
 struct rate_shared {
 	long got, busy, quota, other;
 	double secs;
@@ -1215,7 +1202,7 @@ TEST_F_TIMEOUT(hint, registrations_of_one_user_are_rate_limited, 60)
 			_exit(3);
 		t0 = wt_now();
 		while (wt_now() - t0 < 3) {
-			int rc = churn_free_once();
+			int rc = churn_cycle(false);
 
 			if (!rc)
 				rs->got++;
