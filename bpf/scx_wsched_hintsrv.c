@@ -142,10 +142,10 @@ struct hint_refused {
 /*
  * Arrays one owner (not root) may have made for it: HINT_ARRAY_RATE a
  * second, and as many at once as its quota holds. Each costs the loader
- * a map, an RCU grace period and its share of a round (about 5 ms of CPU
- * in the emulated lab guest), and an array given back is soon counted
- * free again: without it one user connecting, taking its array and
- * closing in a loop would keep the loader busy for as long as it likes.
+ * a map, an RCU grace period and its share of a round, and an array
+ * given back is soon counted free again: without it one user connecting,
+ * taking its array and closing in a loop would keep the loader busy for
+ * as long as it likes.
  * Beyond it a registration is refused with EBUSY.
  */
 #define HINT_ARRAY_RATE		10

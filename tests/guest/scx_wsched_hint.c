@@ -1099,8 +1099,7 @@ static double flood_phase(struct flood *fl, pid_t loader, gid_t users, int *fail
 
 /*
  * A user at its quota (128 arrays kept mapped) runs 4 clients without
- * pause that connect, take their refusal and close (the loader once looked
- * for freed arrays at every refusal, and took every connection at once).
+ * pause that connect, take their refusal and close.
  * Another user's registrations meanwhile each take at most 100 ms longer
  * than beside the arrays alone, and the loader uses at most 10% of a CPU
  * more. Then the 4 connect and close at once, faster than the one loader
