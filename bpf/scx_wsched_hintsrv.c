@@ -15,12 +15,11 @@
  * queue (the identity and room checks are cheap; junk, connections that
  * end at once, only for HINT_JUNK_SHARE of the loader's time, see there)
  * and acknowledges those that asked (WS_HINT_ASK_ACK), then makes the
- * arrays of up to
- * HINT_ANSWER_BATCH of them (for at most HINT_ANSWER_NS), oldest first,
- * skipping clients that gave up, and inserts their entries in one batch:
- * every update or deletion of a map of maps waits for an RCU grace period,
- * which a batch pays once. Deletions are batched the same way, and always
- * flushed before entries are inserted.
+ * arrays of up to HINT_ANSWER_BATCH of them (for at most HINT_ANSWER_NS),
+ * oldest first, skipping clients that gave up, and inserts their entries
+ * in one batch: every update or deletion of a map of maps waits for an
+ * RCU grace period, which a batch pays once. Deletions are batched the
+ * same way, and always flushed before entries are inserted.
  *
  * A process holds a writable mapping of its own array only (the only
  * descriptor it is sent), and the scheduler reaches an array only through
@@ -187,7 +186,7 @@ struct hint_server {
 	dev_t userns_dev;	/* the loader's user namespace, the initial one */
 	ino_t userns_ino;
 	bool said_owner;	/* the loader said why it cannot tell an owner */
-	double last_sweep;	/* when lingering arrays were last looked for */
+	long long last_sweep;	/* ns: when lingering arrays were last looked for */
 	long long last_refusal_sweep;	/* ns: the last look a refusal made */
 	long long junk_budget;	/* ns of CPU the loader may spend on junk now */
 	long long junk_t;	/* when it was last refilled */
@@ -1258,10 +1257,8 @@ static void hint_answer_some(struct hint_server *hs)
 		struct hint_conn *c = &batch[i];
 
 		reason = in[i] ? 0 : EAGAIN;
-		if (!reason && !hint_peer_alive(c->pidfd))
-			reason = ESRCH;
-		/* After its bucket went up: a later exec is the BPF side's to
-		 * see; one before, this. */
+		/* Alive, and after its bucket went up the image that connected:
+		 * a later exec is the BPF side's to see; one before, this. */
 		if (!reason && !hint_same_image(c))
 			reason = ESRCH;
 		if (!reason && !hint_send_array(c))
@@ -1323,17 +1320,16 @@ static void hint_listen_pause(struct hint_server *hs, bool pause)
  */
 static int hint_accept_some(struct hint_server *hs, int *queued)
 {
-	int r, junk = 0;
+	int i, r, junk = 0;
 
 	*queued = 0;
-	for (;;) {
+	for (i = 0; i < (int)WS_HINT_MAX_PROCS; i++) {
 		r = hint_accept_one(hs);
 		if (r == HINT_NONE)
 			break;
-		if (r == HINT_QUEUED && ++*queued + junk >= (int)WS_HINT_MAX_PROCS)
-			break;
-		if (r == HINT_JUNK && (hs->junk_budget - ++junk * hs->conn_ns <= 0 ||
-				       *queued + junk >= (int)WS_HINT_MAX_PROCS))
+		if (r == HINT_QUEUED)
+			(*queued)++;
+		else if (hs->junk_budget - ++junk * hs->conn_ns <= 0)
 			break;
 	}
 	return junk;
@@ -1382,16 +1378,9 @@ void hint_server_poll(struct hint_server *hs, int timeout_ms)
 		work++;
 	}
 	hint_take_execs(hs);
-	if (hs->nr_linger) {
-		struct timespec ts;
-		double t;
-
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		t = ts.tv_sec + ts.tv_nsec / 1e9;
-		if (t - hs->last_sweep >= 1.0) {
-			hint_sweep(hs);
-			hs->last_sweep = t;
-		}
+	if (hs->nr_linger && hint_now_ns() - hs->last_sweep >= 1000000000ll) {
+		hint_sweep(hs);
+		hs->last_sweep = hint_now_ns();
 	}
 	hint_flush_dels(hs);
 	/* Take every waiting connection off the queue first (bounded by

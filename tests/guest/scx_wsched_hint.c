@@ -247,6 +247,51 @@ static void *shared_mem(size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* In a child as @uid (gid 65534) with the @n groups @groups: register;
+ * the result, or 1 if the child could not take that identity. */
+static int register_as(uid_t uid, gid_t *groups, int n)
+{
+	int *rc = shared_mem(sizeof(*rc)), v;
+	pid_t kid;
+
+	if (!rc)
+		return -EPROTO;
+	*rc = 1;
+	kid = fork();
+	if (!kid) {
+		if (setgroups(n, groups) || setgid(65534) || setuid(uid))
+			_exit(3);
+		*rc = ws_thread_register();
+		_exit(0);
+	}
+	if (kid > 0)
+		waitpid(kid, NULL, 0);
+	v = *rc;
+	munmap(rc, sizeof(*rc));
+	return v;
+}
+
+/* Registration results by kind. */
+struct rc_tally {
+	long ok, edquot, eusers, ebusy, etimedout, other;
+};
+
+static void rc_tally_add(struct rc_tally *t, int rc)
+{
+	if (!rc)
+		t->ok++;
+	else if (rc == -EDQUOT)
+		t->edquot++;
+	else if (rc == -EUSERS)
+		t->eusers++;
+	else if (rc == -EBUSY)
+		t->ebusy++;
+	else if (rc == -ETIMEDOUT)
+		t->etimedout++;
+	else
+		t->other++;
+}
+
 static bool wait_flag(volatile int *flag, int val, double timeout)
 {
 	double end = wt_now() + timeout;
@@ -862,8 +907,6 @@ TEST_F_TIMEOUT(hint, connection_of_a_reaped_process_is_refused, 60)
 
 /* ------------------------------------------------ churn */
 
-static int register_as_nobody(gid_t *groups, int n, int want);
-
 /* One registration spoken by hand, as a hostile client does: connect,
  * take the array and map it if @keep, close everything but the mapping.
  * 0 (taken), the loader's refusal (-reason), or -ETIMEDOUT / -EPROTO. */
@@ -899,7 +942,7 @@ static int churn_once(void)
 }
 
 struct churn {
-	long mapped, quota, timedout, other;
+	struct rc_tally t;
 	int done, go_exit;
 };
 
@@ -966,18 +1009,8 @@ TEST_F_TIMEOUT(hint, churned_arrays_are_bounded_per_user, 900)
 
 		if (setgroups(1, &users) || setgid(65534) || setuid(65534))
 			_exit(3);
-		for (i = 0; i < cycles; i++) {
-			int rc = churn_once();
-
-			if (!rc)
-				ch->mapped++;
-			else if (rc == -EDQUOT)
-				ch->quota++;
-			else if (rc == -ETIMEDOUT)
-				ch->timedout++;
-			else
-				ch->other++;
-		}
+		for (i = 0; i < cycles; i++)
+			rc_tally_add(&ch->t, churn_once());
 		__atomic_store_n(&ch->done, 1, __ATOMIC_RELEASE);
 		while (!__atomic_load_n(&ch->go_exit, __ATOMIC_ACQUIRE))
 			usleep(10000);
@@ -989,12 +1022,13 @@ TEST_F_TIMEOUT(hint, churned_arrays_are_bounded_per_user, 900)
 	lingering = wt_json_fresh(OUT_FILE, "hint_arrays_lingering", 10);
 	TH_LOG("%ld cycles: %ld mapped, %ld refused (quota), %ld timed out, %ld other; "
 	       "MemAvailable -%ld KiB, loader RSS %+ld KiB, %ld arrays lingering",
-	       cycles, ch->mapped, ch->quota, ch->timedout, ch->other, avail0 - avail1,
+	       cycles, ch->t.ok, ch->t.edquot, ch->t.etimedout,
+	       ch->t.eusers + ch->t.ebusy + ch->t.other, avail0 - avail1,
 	       rss1 - rss0, lingering);
-	EXPECT_EQ(128, ch->mapped);
-	EXPECT_EQ(cycles - 128, ch->quota);
-	EXPECT_EQ(0, ch->timedout);
-	EXPECT_EQ(0, ch->other);
+	EXPECT_EQ(128, ch->t.ok);
+	EXPECT_EQ(cycles - 128, ch->t.edquot);
+	EXPECT_EQ(0, ch->t.etimedout);
+	EXPECT_EQ(0, ch->t.eusers + ch->t.ebusy + ch->t.other);
 	EXPECT_EQ(128, lingering);
 	/* 128 arrays of 256 KiB, plus what the rest of the guest does. */
 	EXPECT_GT(128 * 256 + 24 * 1024, avail0 - avail1);
@@ -1009,7 +1043,7 @@ TEST_F_TIMEOUT(hint, churned_arrays_are_bounded_per_user, 900)
 		lingering = wt_json_fresh(OUT_FILE, "hint_arrays_lingering", 5);
 	} while (lingering && wt_now() < end);
 	EXPECT_EQ(0, lingering) TH_LOG("arrays of the exited process still counted");
-	EXPECT_EQ(0, register_as_nobody(&users, 1, 0)) TH_LOG("the user cannot register again");
+	EXPECT_EQ(0, register_as(65534, &users, 1)) TH_LOG("the user cannot register again");
 }
 
 #define CHURNERS	4
@@ -1174,7 +1208,7 @@ TEST_F_TIMEOUT(hint, churning_user_delays_no_other_registration, 120)
 }
 
 struct rate_shared {
-	long got, busy, quota, other;
+	struct rc_tally t;
 	double secs;
 };
 
@@ -1200,28 +1234,18 @@ TEST_F_TIMEOUT(hint, registrations_of_one_user_are_rate_limited, 60)
 		if (setgroups(1, &users) || setgid(65531) || setuid(65531))
 			_exit(3);
 		t0 = wt_now();
-		while (wt_now() - t0 < 3) {
-			int rc = churn_cycle(false);
-
-			if (!rc)
-				rs->got++;
-			else if (rc == -EBUSY)
-				rs->busy++;
-			else if (rc == -EDQUOT)
-				rs->quota++;
-			else
-				rs->other++;
-		}
+		while (wt_now() - t0 < 3)
+			rc_tally_add(&rs->t, churn_cycle(false));
 		rs->secs = wt_now() - t0;
 		_exit(0);
 	}
 	waitpid(kid, NULL, 0);
 	TH_LOG("%.1f s: %ld arrays, %ld refused -EBUSY, %ld -EDQUOT, %ld otherwise", rs->secs,
-	       rs->got, rs->busy, rs->quota, rs->other);
-	EXPECT_LE(128, rs->got);
-	EXPECT_GE(128 + 10 * rs->secs + 2, rs->got);
-	EXPECT_LT(0, rs->busy);
-	EXPECT_EQ(0, rs->other);
+	       rs->t.ok, rs->t.ebusy, rs->t.edquot, rs->t.eusers + rs->t.etimedout + rs->t.other);
+	EXPECT_LE(128, rs->t.ok);
+	EXPECT_GE(128 + 10 * rs->secs + 2, rs->t.ok);
+	EXPECT_LT(0, rs->t.ebusy);
+	EXPECT_EQ(0, rs->t.eusers + rs->t.etimedout + rs->t.other);
 }
 
 /* ------------------------------------------------ reload */
@@ -1320,27 +1344,6 @@ TEST_F_TIMEOUT(hint, process_gone_during_a_reload_is_not_reinserted, 180 + 2 * W
 
 /* ------------------------------------------------ permissions */
 
-/* In a child: drop to uid/gid 65534 with @groups; exit 0 if registration
- * returned @want, else 10 + |rc|. */
-static int register_as_nobody(gid_t *groups, int n, int want)
-{
-	pid_t kid = fork();
-	int st;
-
-	if (kid < 0)
-		return -1;
-	if (!kid) {
-		int rc;
-
-		if (setgroups(n, groups) || setgid(65534) || setuid(65534))
-			_exit(3);
-		rc = ws_thread_register();
-		_exit(rc == want ? 0 : 10 + (rc < 0 ? -rc : rc) % 200);
-	}
-	waitpid(kid, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 TEST_F(hint, nonroot_needs_the_group)
 {
 	gid_t users = self->users_gid;
@@ -1350,9 +1353,9 @@ TEST_F(hint, nonroot_needs_the_group)
 	EXPECT_EQ(0660, st.st_mode & 0777);
 	EXPECT_EQ(0, st.st_uid);
 	EXPECT_EQ(users, st.st_gid);
-	EXPECT_EQ(0, register_as_nobody(NULL, 0, -EACCES))
+	EXPECT_EQ(-EACCES, register_as(65534, NULL, 0))
 		TH_LOG("a process outside the group was not refused");
-	EXPECT_EQ(0, register_as_nobody(&users, 1, 0))
+	EXPECT_EQ(0, register_as(65534, &users, 1))
 		TH_LOG("a member of the group could not register");
 }
 
@@ -1531,7 +1534,7 @@ TEST(default_socket_is_root_only)
 	EXPECT_EQ(0600, st.st_mode & 0777);
 	EXPECT_EQ(0, st.st_uid);
 	EXPECT_EQ(0, st.st_gid);
-	EXPECT_EQ(0, register_as_nobody(&users, 1, -EACCES))
+	EXPECT_EQ(-EACCES, register_as(65534, &users, 1))
 		TH_LOG("a non-root process registered without --group");
 	kid = fork();
 	if (!kid)
@@ -1622,43 +1625,6 @@ static pid_t sub_tenant(struct sub_shared *sh, int t, uid_t owner, gid_t users, 
 	return kid;
 }
 
-/* In a child as @uid with the hint group: register; the result. */
-static int register_as(uid_t uid, gid_t users)
-{
-	int *rc = shared_mem(sizeof(*rc)), v;
-	pid_t kid = fork();
-
-	if (!rc || kid < 0)
-		return -EPROTO;
-	if (!kid) {
-		if (setgroups(1, &users) || setgid(65534) || setuid(uid))
-			_exit(3);
-		*rc = ws_thread_register();
-		_exit(0);
-	}
-	waitpid(kid, NULL, 0);
-	v = *rc;
-	munmap(rc, sizeof(*rc));
-	return v;
-}
-
-static void sub_count(const int *rc, int *ok, int *quota, int *users, int *other)
-{
-	int j;
-
-	*ok = *quota = *users = *other = 0;
-	for (j = 0; j < SUB_PROCS; j++) {
-		if (!rc[j])
-			(*ok)++;
-		else if (rc[j] == -EDQUOT)
-			(*quota)++;
-		else if (rc[j] == -EUSERS)
-			(*users)++;
-		else
-			(*other)++;
-	}
-}
-
 /*
  * Subordinate uids: a user enters a user namespace of its own and
  * registers from 9 uids of it, which the loader sees as 9 host uids
@@ -1679,7 +1645,8 @@ TEST_F_TIMEOUT(subuid, subordinate_uids_count_against_their_owner, 120)
 			       NULL };
 	struct sub_shared *sh = shared_mem(sizeof(*sh));
 	gid_t users = getgrnam("users") ? getgrnam("users")->gr_gid : 100;
-	int hold[2], t, ok, quota, full, other;
+	int hold[2], t, j;
+	struct rc_tally tl;
 	pid_t loader, tenant[2];
 
 	ASSERT_NE(NULL, sh);
@@ -1694,17 +1661,20 @@ TEST_F_TIMEOUT(subuid, subordinate_uids_count_against_their_owner, 120)
 			continue;
 		EXPECT_TRUE(wait_flag(&sh->done[t], SUB_PROCS, 60))
 			TH_LOG("tenant %d: %d of %d registrants answered", t, sh->done[t], SUB_PROCS);
-		sub_count(sh->rc[t], &ok, &quota, &full, &other);
-		TH_LOG("%s's namespace, %d uids: %d registered, %d refused by the quota, %d as full, "
-		       "%d otherwise", t ? "root" : "a user", SUB_UIDS, ok, quota, full, other);
-		EXPECT_EQ(2, ok);
-		EXPECT_EQ(SUB_PROCS - 2, quota);
-		EXPECT_EQ(0, full);
-		EXPECT_EQ(0, other);
+		memset(&tl, 0, sizeof(tl));
+		for (j = 0; j < SUB_PROCS; j++)
+			rc_tally_add(&tl, sh->rc[t][j]);
+		TH_LOG("%s's namespace, %d uids: %ld registered, %ld refused by the quota, %ld as "
+		       "full, %ld otherwise", t ? "root" : "a user", SUB_UIDS, tl.ok, tl.edquot,
+		       tl.eusers, tl.ebusy + tl.etimedout + tl.other);
+		EXPECT_EQ(2, tl.ok);
+		EXPECT_EQ(SUB_PROCS - 2, tl.edquot);
+		EXPECT_EQ(0, tl.eusers);
+		EXPECT_EQ(0, tl.ebusy + tl.etimedout + tl.other);
 		if (!t)
-			EXPECT_EQ(-EDQUOT, register_as(SUB_OWNER, users))
+			EXPECT_EQ(-EDQUOT, register_as(SUB_OWNER, &users, 1))
 				TH_LOG("the namespace's owner was not at its quota");
-		EXPECT_EQ(0, register_as(65534, users)) TH_LOG("another user could not register");
+		EXPECT_EQ(0, register_as(65534, &users, 1)) TH_LOG("another user could not register");
 	}
 	close(hold[1]);
 	close(hold[0]);
@@ -1818,6 +1788,15 @@ __attribute__((constructor)) static void exec_child(void)
 		__asm__ __volatile__("" ::: "memory");
 }
 
+/* Exec @prog as exec_child() with fd 3 = @report; never returns. */
+static void __attribute__((noreturn)) exec_image(const char *prog, int report)
+{
+	if (dup2(report, 3) != 3 || setenv(EXEC_CHILD_ENV, "1", 1))
+		_exit(5);
+	execl(prog, prog, (char *)NULL);
+	_exit(127);
+}
+
 struct exec_shared {
 	pid_t tgid;
 	int registered, go_exec, stop;
@@ -1855,19 +1834,7 @@ static pid_t exec_before_answer(struct exec_shared *sh, gid_t users, const char 
 		__atomic_store_n(&sh->answered, 1, __ATOMIC_RELEASE);
 		_exit(0);
 	}
-	if (dup2(report, 3) != 3 || setenv(EXEC_CHILD_ENV, "1", 1))
-		_exit(5);
-	execl(prog, prog, (char *)NULL);
-	_exit(127);
-}
-
-static void pin_to(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set);
+	exec_image(prog, report);
 }
 
 /*
@@ -1886,7 +1853,7 @@ static pid_t exec_victim(struct exec_shared *sh, gid_t users, const char *prog, 
 		_exit(3);
 	die_with_parent(test);
 	me = getpid();
-	pin_to(HOG_CPU);
+	guest_pin(HOG_CPU);
 	struct ws_hint_slot *slots = wt_hint_raw_register(), *s;
 	pid_t tid = getpid();
 
@@ -1895,7 +1862,7 @@ static pid_t exec_victim(struct exec_shared *sh, gid_t users, const char *prog, 
 	sh->tgid = tid;
 	if (!fork()) {		/* the helper: the array outlives the exec with it */
 		die_with_parent(me);
-		pin_to(ATK_CPU);
+		guest_pin(ATK_CPU);
 		s = &slots[WS_HINT_SLOT_IDX((__u32)tid, 0)];
 		while (!__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE)) {
 			s->owner_tid = (__u32)tid;
@@ -1908,10 +1875,7 @@ static pid_t exec_victim(struct exec_shared *sh, gid_t users, const char *prog, 
 	__atomic_store_n(&sh->registered, 1, __ATOMIC_RELEASE);
 	while (!__atomic_load_n(&sh->go_exec, __ATOMIC_ACQUIRE))
 		;
-	if (dup2(report, 3) != 3 || setenv(EXEC_CHILD_ENV, "1", 1))
-		_exit(5);
-	execl(prog, prog, (char *)NULL);
-	_exit(127);
+	exec_image(prog, report);
 }
 
 /* nr_thief_demotions over @secs. */
