@@ -295,6 +295,7 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
 {
 	const struct cpumask *online;
 	s32 cpu = task_cpu_of(p), waiting, thief;
+	bool graced;
 	u64 cut;
 
 	if (cpu < 0 || (u32)cpu >= nr_cpus)
@@ -302,7 +303,7 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
 	/* a throttled cgroup's task stops at once, grace or not */
 	if (cg_tick(p, cpu))
 		return;
-	wsched_hint_tick(p);	/* a grace for a critical section, first */
+	graced = wsched_hint_tick(p);	/* a grace for a critical section, first */
 	tick_gap_learn();
 	waiting = scx_bpf_dsq_nr_queued(cpu);
 	if (waiting <= 0)
@@ -314,9 +315,10 @@ void BPF_STRUCT_OPS(wsched_tick, struct task_struct *p)
 	 * crowded deque keeps the full slice until the next tick finds
 	 * others waiting, then runs at most min_slice() more, or
 	 * lat_slice_ns near a task woken from an interrupt (lat_cut()).
+	 * A grace granted now is not cut: it is the section's bound.
 	 */
 	cut = lat_cut(p, cpu);
-	if (p->scx.slice > cut) {
+	if (!graced && p->scx.slice > cut) {
 		scx_bpf_task_set_slice(p, cut);
 		STAT_INC(nr_short_slices);
 		if (cut < min_slice())

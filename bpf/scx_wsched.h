@@ -137,7 +137,8 @@ struct wsched_cgroup {
 	X(nr_cgroups_flattened)	/* cgroups scheduled as part of their parent: no slot or too deep */ \
 	X(nr_cg_refreshes)	/* recomputations of the cgroups' shares (cg_refresh()) */ \
 	X(nr_cg_parked)		/* a task of a throttled cgroup queued to wait for its next period */ \
-	X(nr_cg_released)	/* ... moved back to its CPU's deque when the period came */
+	X(nr_cg_released)	/* ... moved back to its CPU's deque when the period came */ \
+	X(nr_cut_graced)	/* a run-cut timer found its run in a critical section: a grace first */
 
 struct wsched_stats {
 #define WSCHED_STAT_FIELD(name) __u64 name;

@@ -19,9 +19,12 @@
  * - hints_live(): is any process registered? (one load);
  * - hints_live_for(p): may @p's process be? (two loads; false: certainly
  *   not);
- * - hint_registered(p): is @p's process?
+ * - hint_in_section(p): is @p inside a critical section? (any task
+ *   pointer: loads and probe reads only);
  * - hint_state(p): @p's state (WS_HINT_OTHER: no slot, or observing);
  * - wsched_hint_tick(p): first in ops.tick, the grace;
+ * - hint_cut_grace(p): the same grace, for a run-cut timer about to end
+ *   @p's run (scx_wsched_slice.bpf.h's run_cut_kick());
  * - in ops.yield: hint_yield_declared_plain(from) first, whether the
  *   caller declared its sched_yield() plain (no slot read); then
  *   wsched_hint_yield_begin() (the slot looked up, a target or
@@ -55,6 +58,11 @@
  *   preemption point.
  * The slice is only checked at ticks, so a grace lasts until the first tick
  * after it is used up: grace_ns rounded up to the tick.
+ * A run-cut timer (a wakeup preemption's or the slice's end, which kick
+ * with SCX_KICK_PREEMPT and so bypass the tick) that finds its run inside
+ * a section grants the same grace by the same rules (hint_cut_grace()),
+ * then ends the run when the grace does, grace_ns later, not at a tick.
+ * The tick's and the timers' graces share the budget: a run has one.
  *
  * Ending the grace with the section (what Linux's proposed rseq time slice
  * extension does): granting a grace sets grace_pending in the task's own
@@ -69,8 +77,8 @@
  * storage, says a grace is pending: a process that writes the slot's flag,
  * or never clears it, only makes its own library yield, and graces stay
  * bounded as above. The scheduler writes no slot but that of the task it
- * is ticking, yielding or stopping, found through the kernel's tgid and pid
- * like every read.
+ * is ticking, yielding, stopping or granting a timer's grace, found
+ * through the kernel's tgid and pid like every read.
  *
  * Observe mode (hint_observe, the loader's --hints-observe): processes
  * register and their slots are read exactly as with hints on, but only to
@@ -391,37 +399,36 @@ static __always_inline struct ws_hint_slot *hint_slot_acting(struct task_struct 
 	return hint_observe ? NULL : hint_slot(p, hc);
 }
 
-static __always_inline void wsched_hint_tick(struct task_struct *p)
+/*
+ * The grace rules (see the top) for @p, whose slice is up or whose run a
+ * run-cut timer is about to end (struct wake_cut), with its task storage
+ * @hc (NULL: none yet): if its slot says it is inside a critical section
+ * and neither this run nor this section had a grace, grant one. Counts an
+ * overrun of the section that had it. Whether a grace was granted now.
+ */
+static __always_inline bool hint_section_grace(struct task_struct *p, struct hint_ctx *hc)
 {
 	struct ws_hint_slot *s, snap;
-	struct hint_ctx *hc;
 	u64 count, switches;
 	u32 depth;
 
-	if (!hints_live_for(p))
-		return;
-	hc = bpf_task_storage_get(&hint_ctxs, p, 0, 0);
-	if (hc)
-		hc->yielded = 0;	/* still running: that yield kept the CPU */
-	if (p->scx.slice || !grace_ns || hint_observe)
-		return;
 	s = hint_slot(p, hc);
 	if (!s)
-		return;
+		return false;
 	/* One read of the untrusted slot: check and use the same values. */
 	__builtin_memcpy(&snap, s, sizeof(snap));
 	depth = snap.cs_depth;
 	count = snap.cs_count;
 	if (depth > WS_HINT_MAX_DEPTH || snap.state > WS_HINT_STATE_MAX) {
 		STAT_INC(nr_hint_malformed);
-		return;
+		return false;
 	}
 	if (!depth)
-		return;
+		return false;
 	if (!hc) {
 		hc = bpf_task_storage_get(&hint_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (!hc)
-			return;
+			return false;
 	}
 	switches = p->nvcsw + p->nivcsw;
 	if (hc->graced && count == hc->grace_cs_count) {
@@ -430,20 +437,78 @@ static __always_inline void wsched_hint_tick(struct task_struct *p)
 			hc->overrun_counted = 1;
 			STAT_INC(nr_grace_overrun);
 		}
-		return;
+		return false;
 	}
 	if (hc->graced && switches == hc->grace_switches)
-		return;		/* one grace per run */
+		return false;	/* one grace per run */
 	hc->graced = 1;
 	hc->grace_cs_count = count;
 	hc->grace_switches = switches;
 	hc->overrun_counted = 0;
 	hc->grace_pending = 1;
 	scx_bpf_task_set_slice(p, grace_ns);
-	/* Tell the task (this CPU's tick interrupted it: it sees the store
-	 * when it resumes, like a signal handler's). */
+	/* Tell the task: it sees the store when it resumes (this CPU's tick
+	 * interrupted it, like a signal handler's) or, running elsewhere, at
+	 * its next load of the flag; either way before it leaves the section
+	 * or soon after, and the run ends at the grace's end regardless. */
 	*(volatile u32 *)&s->grace_pending = 1;
 	STAT_INC(nr_grace_granted);
+	return true;
+}
+
+/* First in ops.tick: a grace for @p if its slice is up inside a critical
+ * section. Whether one was granted (its slice is now grace_ns). */
+static __always_inline bool wsched_hint_tick(struct task_struct *p)
+{
+	struct hint_ctx *hc;
+
+	if (!hints_live_for(p))
+		return false;
+	hc = bpf_task_storage_get(&hint_ctxs, p, 0, 0);
+	if (hc)
+		hc->yielded = 0;	/* still running: that yield kept the CPU */
+	if (p->scx.slice || !grace_ns || hint_observe)
+		return false;
+	return hint_section_grace(p, hc);
+}
+
+/*
+ * A run-cut timer (a wakeup preemption's, the slice's end: struct
+ * wake_cut) is about to end the run of @p, a task the kernel gave a
+ * reference to (bpf_task_from_pid()): a grace instead, by the same rules
+ * and from the same budget as the tick's (one per run, one per section),
+ * if @p is inside a critical section. Whether one was granted: the caller
+ * then ends the run when the grace does.
+ */
+static __always_inline bool hint_cut_grace(struct task_struct *p)
+{
+	if (!hints_live_for(p) || !grace_ns || hint_observe)
+		return false;
+	return hint_section_grace(p, bpf_task_storage_get(&hint_ctxs, p, 0, 0));
+}
+
+/*
+ * Is @p inside a critical section, by its acting slot? For a task pointer
+ * the verifier does not trust (another CPU's rq->curr): loads and probe
+ * reads only, no task storage. Racy like every slot read: a section
+ * entered or left a moment ago may be seen either way.
+ */
+static __always_inline bool hint_in_section(struct task_struct *p)
+{
+	struct ws_hint_slot *s;
+	void *slots;
+	u32 depth;
+
+	if (!hints_live_for(p) || hint_observe)
+		return false;
+	slots = hint_procs_get(p->tgid);
+	if (!slots)
+		return false;
+	s = slot_of_tid(slots, task_ns_tid(p), NULL);
+	if (!s)
+		return false;
+	depth = *(volatile u32 *)&s->cs_depth;
+	return depth && depth <= WS_HINT_MAX_DEPTH;
 }
 
 /* A grace of @p ended (its yield, or it stopped): drop the slot's flag, so
@@ -490,7 +555,7 @@ static __always_inline bool tid_is_idle_thief(void *slots, u32 tid)
  */
 
 /* The slot array of @p's process (hint_procs[p->tgid]), or NULL when it is
- * not registered; whether or not hints act (hint_registered()). */
+ * not registered; whether or not hints act. */
 static __always_inline void *proc_slots(struct task_struct *p)
 {
 	return hint_procs_get(p->tgid);
@@ -534,16 +599,6 @@ static __always_inline bool hint_task_is_worker_in(void *slots, struct task_stru
 		return false;
 	s = slot_of_tid(slots, task_ns_tid(p), NULL);
 	return s && *(volatile u32 *)&s->state == WS_HINT_WORKER;
-}
-
-/*
- * Is @p's process registered (hints live and it has a slot array)? Racy
- * like hint_procs_live: a process is seen registered a moment early or
- * late.
- */
-static __always_inline bool hint_registered(struct task_struct *p)
-{
-	return hints_live_for(p) && proc_slots(p);
 }
 
 /*

@@ -5,7 +5,8 @@
  * task is CPU-bound), earlier in vtime than the task its CPU runs and than
  * that deque's head, for which no idle CPU was woken, preempts that task
  * once it has run wake_preempt_ns (at once, or by a timer at that bound,
- * wake_cuts); never a registered process's thread. A CPU is preempted so
+ * wake_cuts); a thread inside a critical section by its hint slot gets
+ * the lock holder's grace first, as at a tick. A CPU is preempted so
  * at most WAKE_KICK_BURST times in a row and once per WAKE_KICK_PERIOD_NS
  * on average (the rate bound, kick_wait() and kick_charge()). Any other
  * wakee waits for the next dispatch.
@@ -140,9 +141,14 @@ static __always_inline void kick_charge(s32 cpu, u64 at)
  *   WAKE_KICK_BURST switches in a row, one per WAKE_KICK_PERIOD_NS on
  *   average);
  *   beyond it, the run is ended when the bound allows instead;
- * - the running task belongs to no registered process
- *   (hint_registered()): fork/join workers, thieves and lock holders in a
- *   graced section keep the CPU exactly as without this rule.
+ * - the running task is not inside a critical section by its hint slot
+ *   (hint_in_section()); if it is, the run is ended by the timer at once
+ *   instead, which gives it the lock holder's grace first, by the tick's
+ *   rules and from the same budget (one per run, one per section:
+ *   run_cut_kick()), so a wakee waits at most grace_ns more for it.
+ *   Registration itself exempts nothing: a registered process's hog is
+ *   preempted as any other task is, or any user could register CPU hogs
+ *   and hold every other user's wakeups behind their slices.
  * A task woken by a task on its own CPU (a waker that goes on running,
  * or a sync waker about to sleep), or by one elsewhere while its CPU runs
  * a task that sleeps often, waits for the next dispatch (at the latest
@@ -201,14 +207,20 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
 	head = __COMPAT_scx_bpf_dsq_peek(cpu);
 	if (head && head != p && time_before(head->scx.dsq_vtime, vtime))
 		return;
-	if (hint_registered(curr))
-		return;
 	now = bpf_ktime_get_ns();
 	left = (s64)ran < (s64)bound ? bound - ran : 0;
 	wait = kick_wait(cpu, now);
 	if (wait > left) {
 		left = wait;
 		STAT_INC(nr_wake_rate_bound);
+	}
+	if (!left && hint_in_section(curr)) {
+		/* Due, but in a section: the timer's kick, at once, grants
+		 * the grace first (run_cut_kick()); its slice is left to the
+		 * grace, so a tick cannot end it before the timer decides. */
+		if (wake_cut_arm(cpu, curr, 0))
+			kick_charge(cpu, now);
+		return;
 	}
 	if (left) {
 		/*

@@ -65,8 +65,35 @@ struct wake_cut {
 };
 
 /*
+ * Does the run of the task whose kernel pid is @pid, which a run-cut timer
+ * is about to end, get a grace instead (hint_cut_grace(): inside a
+ * critical section, and neither this run nor this section had one)?
+ */
+static __always_inline bool run_cut_graced(u32 pid)
+{
+	struct task_struct *t;
+	bool graced;
+
+	if (!hints_live())
+		return false;
+	t = bpf_task_from_pid((s32)pid);
+	if (!t)
+		return false;
+	graced = hint_cut_grace(t);
+	bpf_task_release(t);
+	return graced;
+}
+
+/*
  * A struct wake_cut's timer fired for @cpu: kick the CPU if the run it was
- * armed for is still on it and its deque holds a task. Whether it kicked.
+ * armed for is still on it and its deque holds a task. A run inside a
+ * critical section gets the lock holder's grace first, as at a tick
+ * (run_cut_graced()): the timer is armed again for the grace's end, when
+ * it kicks the same run whatever its section (the grace is used), unless
+ * the run ended by then (the library yields on leaving the section).
+ * SCX_KICK_PREEMPT ends a slice without a tick, so without this a timer
+ * would preempt a lock holder that the tick would have graced. Whether it
+ * kicked.
  */
 static __always_inline bool run_cut_kick(u32 cpu, struct wake_cut *wc)
 {
@@ -76,6 +103,13 @@ static __always_inline bool run_cut_kick(u32 cpu, struct wake_cut *wc)
 	if (cpu >= nr_cpus || !pid || cpu_ctx(cpu)->cur_pid != pid ||
 	    cpu_ctx(cpu)->cur_sum != wc->sum || !scx_bpf_dsq_nr_queued(cpu))
 		return false;
+	if (run_cut_graced(pid)) {
+		STAT_INC(nr_cut_graced);
+		wc->pid = pid;
+		if (bpf_timer_start(&wc->timer, grace_ns, 0))
+			wc->pid = 0;	/* the grace's slice ends it at a tick */
+		return false;
+	}
 	scx_bpf_kick_cpu(cpu, WS_KICK_PREEMPT);
 	return true;
 }
@@ -197,7 +231,7 @@ static __always_inline void slice_end_arm(s32 cpu, struct task_struct *p)
 	struct wake_cut *se;
 
 	if (!slice_end_timer || !p->scx.slice || (gap && p->scx.slice >= gap) ||
-	    !lat_recent(lat_any_at) || hint_registered(p))
+	    !lat_recent(lat_any_at))
 		return;
 	se = bpf_map_lookup_elem(&slice_ends, &key);
 	if (se && cpu_ctx(cpu)->cur_pid == (u32)p->pid &&
@@ -264,8 +298,7 @@ static __always_inline void lat_wake_note(struct task_struct *p, s32 cpu, bool i
 /* The slice ops.tick cuts @p's to on @cpu, whose deque holds tasks. */
 static __always_inline u64 lat_cut(struct task_struct *p, s32 cpu)
 {
-	if (lat_slice_ns >= min_slice() || !lat_recent(cpu_ctx(cpu)->lat_wake_at) ||
-	    hint_registered(p))
+	if (lat_slice_ns >= min_slice() || !lat_recent(cpu_ctx(cpu)->lat_wake_at))
 		return min_slice();
 	return lat_slice_ns;
 }

@@ -2002,12 +2002,15 @@ struct spin_shared {
 	volatile unsigned long long sections;
 };
 
-enum spin_mode { SPIN_PLAIN, SPIN_CS_FOREVER, SPIN_CS_SHORT, SPIN_CS_FORGED };
+enum spin_mode { SPIN_UNREGISTERED, SPIN_PLAIN, SPIN_CS_FOREVER, SPIN_CS_SHORT, SPIN_CS_FORGED };
+static const char *const spin_mode_name[] = {
+	"unregistered", "registered", "endless-section", "short-section", "forging"
+};
 
-/* A registered thread on HOG_CPU: plain spinning, in a critical section
- * forever, or in short critical sections back to back (FORGED: setting its
- * own grace_pending before leaving each one, as if every section had a
- * grace). */
+/* A thread on HOG_CPU: spinning unregistered or registered, in a critical
+ * section forever, or in short critical sections back to back (FORGED:
+ * setting its own grace_pending before leaving each one, as if every
+ * section had a grace). */
 /* Register the spinner with its probe window taken by others' tids, so
  * that its slot is elsewhere and must be announced to the scheduler. */
 static bool spin_window_taken;
@@ -2039,7 +2042,9 @@ static void spinner(struct spin_shared *sh, enum spin_mode mode)
 {
 	guest_pin(HOG_CPU);
 	sh->tid = gettid_();
-	if (spin_window_taken)
+	if (mode == SPIN_UNREGISTERED)
+		;
+	else if (spin_window_taken)
 		register_outside_window();
 	else if (ws_thread_register())
 		_exit(2);
@@ -2606,6 +2611,159 @@ TEST_F_TIMEOUT(hint, grace_is_bounded_for_a_section_that_never_ends, 60)
 	EXPECT_LE(1, r.s1.nr_grace_overrun);
 	/* Its flag stays set (it never reaches an exit): no grace yield. */
 	EXPECT_EQ(0, r.s1.nr_grace_yielded - r.s0.nr_grace_yielded);
+}
+
+/* ------------------------------------------------ wakeup preemption */
+
+#define SHELTER_HOGS	4
+#define SHELTER_ROUNDS	3
+#define SHELTER_UID	65534	/* the periodic threads': not the hogs' (root) */
+
+/* One kind of hog, as seen by the periodic threads beside it. */
+struct shelter {
+	enum spin_mode mode;
+	int n;				/* samples in late[] */
+	double late[SHELTER_ROUNDS * WT_PERIODIC_LOOPS], p99;
+	struct wsched_stats d;		/* counters summed over the periodic runs */
+};
+
+/*
+ * SHELTER_HOGS spinners in @k's mode on HOG_CPU and, beside them, a
+ * thread of another user that sleeps to 10 ms deadlines there for
+ * WT_PERIODIC_LOOPS periods: its lateness is added to @k, and the
+ * counters over its run. 0 or -1.
+ */
+static int shelter_run(struct shelter *k)
+{
+	struct wt_periodic_res *res = shared_mem(sizeof(*res));
+	struct spin_shared *sh[SHELTER_HOGS] = { 0 };
+	pid_t kid[SHELTER_HOGS] = { 0 }, t;
+	struct wsched_stats s0, s1;
+	int i, st, ret = -1;
+	cpu_set_t one;
+
+	if (!res)
+		return -1;
+	for (i = 0; i < SHELTER_HOGS; i++) {
+		sh[i] = shared_mem(sizeof(*sh[i]));
+		if (!sh[i])
+			goto out;
+		kid[i] = start_spinner(sh[i], k->mode);
+		if (kid[i] < 0 || !wait_flag(&sh[i]->ready, 1, 20))
+			goto out;
+	}
+	wt_sleep(0.5);
+	CPU_ZERO(&one);
+	CPU_SET(HOG_CPU, &one);
+	if (read_stats(&s0))
+		goto out;
+	t = wt_periodic_start(res, &one, 10000000LL, SHELTER_UID);
+	if (t < 0 || waitpid(t, &st, 0) != t || !WIFEXITED(st) || WEXITSTATUS(st) ||
+	    read_stats(&s1))
+		goto out;
+	memcpy(&k->late[k->n], res->late, sizeof(res->late));
+	k->n += WT_PERIODIC_LOOPS;
+	for (i = 0; i < (int)WSCHED_NR_STATS; i++)
+		((__u64 *)&k->d)[i] += ((__u64 *)&s1)[i] - ((__u64 *)&s0)[i];
+	ret = 0;
+out:
+	for (i = 0; i < SHELTER_HOGS; i++) {
+		if (kid[i] > 0) {
+			kill(kid[i], SIGKILL);
+			waitpid(kid[i], NULL, 0);
+		}
+		if (sh[i])
+			munmap(sh[i], sizeof(*sh[i]));
+	}
+	munmap(res, sizeof(*res));
+	return ret;
+}
+
+/*
+ * @a's kind of hog and @b's, in turns (a b, b a, a b: SHELTER_ROUNDS
+ * rounds), so that both meet the same host; the 99th percentile of each
+ * one's pooled lateness. 0 or -1.
+ */
+static int shelter_compare(struct shelter *a, struct shelter *b)
+{
+	struct shelter *k[2] = { a, b };
+	int r, j;
+
+	for (r = 0; r < SHELTER_ROUNDS; r++)
+		for (j = 0; j < 2; j++)
+			if (shelter_run(k[j ^ (r & 1)]))
+				return -1;
+	for (j = 0; j < 2; j++) {
+		qsort(k[j]->late, k[j]->n, sizeof(double), wt_cmp_double);
+		k[j]->p99 = k[j]->late[k[j]->n * 99 / 100];
+	}
+	return 0;
+}
+
+#define SHELTER_D(k, f)	((unsigned long long)(k).d.f)
+#define SHELTER_LOG(k)								\
+	TH_LOG("beside %s hogs: lateness median %.2f ms, p90 %.2f ms, p95 %.2f ms, p99 %.2f ms of %d periods; wakeup "	\
+	       "preemptions %llu, timer kicks %llu, run cuts graced %llu, graces %llu, "	\
+	       "in-section preemptions %llu", spin_mode_name[(k).mode],		\
+	       (k).late[(k).n / 2] * 1e3, (k).late[(k).n * 9 / 10] * 1e3, (k).late[(k).n * 95 / 100] * 1e3, (k).p99 * 1e3,	\
+	       (k).n, SHELTER_D(k, nr_wake_preempt), SHELTER_D(k, nr_wake_cut_kicks),	\
+	       SHELTER_D(k, nr_cut_graced), SHELTER_D(k, nr_grace_granted),	\
+	       SHELTER_D(k, nr_cs_preempted))
+
+/*
+ * Registration shelters no hog from wakeup preemption: another user's
+ * periodic thread on a CPU with four registered hogs is as late (p99
+ * within 1.2x) as one beside four unregistered hogs, in turns with them;
+ * registered hogs used to keep their slices (never wakeup-preempted, never
+ * cut to --slice-lat-us, no slice timer: median 7.7 ms, p99 11.9 ms,
+ * against 0.27 and 0.53 ms). Hogs in short critical sections (200 us in,
+ * 100 us out) keep the lock holder's grace: the timer that ends a run
+ * grants it first (nr_cut_graced), the library gives the CPU back on
+ * leaving the section, and in-section preemptions stay under a tenth of
+ * the wakeups; the periodic thread is then late by at most that grace
+ * (1 ms) more. The 99th percentile of 900 periods under emulation moves
+ * by up to 1.5x between two runs of the same hogs (host noise): a
+ * comparison that misses its bound is made again, up to SHELTER_TRIES
+ * times in all; without the fix every one misses it twentyfold.
+ */
+#define SHELTER_TRIES	3
+
+/*
+ * Unregistered hogs (k[0]) against @mode's (k[1]), up to SHELTER_TRIES
+ * times until k[1]'s p99 is within 1.2x of k[0]'s plus @slack seconds;
+ * -1 if a run failed.
+ */
+static int shelter_tries(struct __test_metadata *_metadata, struct shelter *k,
+			 enum spin_mode mode, double slack)
+{
+	int try;
+
+	for (try = 0; try < SHELTER_TRIES; try++) {
+		memset(k, 0, 2 * sizeof(*k));
+		k[0].mode = SPIN_UNREGISTERED;
+		k[1].mode = mode;
+		if (shelter_compare(&k[0], &k[1]))
+			return -1;
+		SHELTER_LOG(k[0]);
+		SHELTER_LOG(k[1]);
+		if (1.2 * k[0].p99 + slack >= k[1].p99)
+			break;
+	}
+	return 0;
+}
+
+TEST_F_TIMEOUT(hint, registered_hogs_delay_others_wakeups_no_more, 240)
+{
+	struct shelter *k = shared_mem(2 * sizeof(*k));
+
+	ASSERT_NE(NULL, k);
+	ASSERT_EQ(0, shelter_tries(_metadata, k, SPIN_PLAIN, 0));
+	EXPECT_GE(1.2 * k[0].p99, k[1].p99);
+	ASSERT_EQ(0, shelter_tries(_metadata, k, SPIN_CS_SHORT, 1e-3));
+	EXPECT_GE(1.2 * k[0].p99 + 1e-3, k[1].p99);
+	EXPECT_LT(0, SHELTER_D(k[1], nr_cut_graced));
+	EXPECT_GT(k[1].n / 10, SHELTER_D(k[1], nr_cs_preempted));
+	munmap(k, 2 * sizeof(*k));
 }
 
 /* ------------------------------------------------ yield-to-all */

@@ -215,26 +215,12 @@ TEST_F_TIMEOUT(sched, fairness_nice, 60)
 	EXPECT_EQ(0, sched_ok());
 }
 
-static long long ts_ns(const struct timespec *t)
-{
-	return t->tv_sec * 1000000000LL + t->tv_nsec;
-}
-
 static long long mono_ns(void)
 {
 	struct timespec now;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	return ts_ns(&now);
-}
-
-/* Sleep until CLOCK_MONOTONIC reaches @deadline ns. */
-static void sleep_until_ns(long long deadline)
-{
-	struct timespec ts = { deadline / 1000000000LL, deadline % 1000000000LL };
-
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
+	return wt_ts_ns(&now);
 }
 
 /* A child on @cpus that sleeps to absolute deadlines @period_ns apart and
@@ -250,10 +236,10 @@ static pid_t periodic_sleeper(const cpu_set_t *cpus, long long period_ns)
 	if (sched_setaffinity(0, sizeof(*cpus), cpus))
 		_exit(1);
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	deadline = ts_ns(&now);
+	deadline = wt_ts_ns(&now);
 	for (;;) {
 		deadline += period_ns;
-		sleep_until_ns(deadline);
+		wt_sleep_until_ns(deadline);
 	}
 }
 
@@ -700,66 +686,10 @@ TEST_F_TIMEOUT(sched, light_task_carries_no_debt_from_running_alone, 60)
 	EXPECT_EQ(0, sched_ok());
 }
 
-#define PERIODIC_LOOPS	300
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* What the periodic thread measured, in seconds; shared with its parent. */
-struct periodic_res {
-	double mean, worst, median, p90, p99, sleeps;
-	double late[PERIODIC_LOOPS];	/* sorted once the loop ends */
-};
-
-/*
- * Fork the periodic thread: on @cpus, it sleeps to absolute deadlines
- * @period_ns apart (a deadline already past is skipped, as cyclictest
- * does) for PERIODIC_LOOPS periods, fills @res and exits 0. Its pid or -1.
- */
-static pid_t periodic_start(struct periodic_res *res, const cpu_set_t *cpus, long long period_ns)
-{
-	struct timespec now;
-	long long deadline;
-	double sum = 0;
-	struct rusage ru;
-	pid_t t = fork();
-	int i;
-
-	if (t)
-		return t;
-	if (sched_setaffinity(0, sizeof(*cpus), cpus))
-		_exit(1);
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	deadline = ts_ns(&now);
-	for (i = 0; i < PERIODIC_LOOPS; i++) {
-		deadline += period_ns;
-		sleep_until_ns(deadline);
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		res->late[i] = (ts_ns(&now) - deadline) / 1e9;
-		sum += res->late[i];
-		if (res->late[i] > res->worst)
-			res->worst = res->late[i];
-		while (deadline + period_ns <= ts_ns(&now))
-			deadline += period_ns;
-	}
-	getrusage(RUSAGE_SELF, &ru);
-	res->mean = sum / PERIODIC_LOOPS;
-	res->sleeps = ru.ru_nvcsw;
-	qsort(res->late, PERIODIC_LOOPS, sizeof(double), cmp_double);
-	res->median = res->late[PERIODIC_LOOPS / 2];
-	res->p90 = res->late[PERIODIC_LOOPS * 9 / 10];
-	res->p99 = res->late[PERIODIC_LOOPS * 99 / 100];
-	_exit(0);
-}
-
 /*
  * A light periodic thread beside CPU hogs: @nr_hogs nice-0 hogs and a
  * thread that sleeps to absolute deadlines @period_ns apart (as cyclictest
- * does: a deadline already past is skipped) for PERIODIC_LOOPS periods,
+ * does: a deadline already past is skipped) for WT_PERIODIC_LOOPS periods,
  * all on CPU 1. Its median lateness must be under 2 ms, by preempting a hog
  * (wake_preemptions() moves), and its 90th percentile under @p90_max seconds
  * unless that is 0. Without wakeup preemption it waits for the running
@@ -771,7 +701,7 @@ static void periodic_thread_beside_hogs(struct __test_metadata *_metadata,
 					FIXTURE_DATA(sched) *self, int nr_hogs, long long period_ns,
 					double p90_max)
 {
-	struct periodic_res *res = mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE,
+	struct wt_periodic_res *res = mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE,
 					MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	long long pre0 = wake_preemptions(), pre1, kicked0, kicked1, first0, first1;
 	cpu_set_t cpu1;
@@ -788,7 +718,7 @@ static void periodic_thread_beside_hogs(struct __test_metadata *_metadata,
 	for (i = 0; i < nr_hogs; i++)
 		ASSERT_LE(0, wt_hog_start(&self->hogs, 0, &cpu1));
 	wt_sleep(0.5);
-	t = periodic_start(res, &cpu1, period_ns);
+	t = wt_periodic_start(res, &cpu1, period_ns, (uid_t)-1);
 	ASSERT_LE(0, t);
 	ASSERT_EQ(t, waitpid(t, &st, 0));
 	wt_hogs_stop(&self->hogs);
@@ -800,7 +730,7 @@ static void periodic_thread_beside_hogs(struct __test_metadata *_metadata,
 	       "p90 %.2f ms, mean %.2f ms, worst %.1f ms, %.0f sleeps in %d periods, "
 	       "%lld wakeup preemptions (%lld kicks, %lld wakees run before balancing)",
 	       period_ns / 1e6, nr_hogs, res->median * 1e3, res->p90 * 1e3, res->mean * 1e3,
-	       res->worst * 1e3, res->sleeps, PERIODIC_LOOPS, pre1 - pre0, kicked1 - kicked0,
+	       res->worst * 1e3, res->sleeps, WT_PERIODIC_LOOPS, pre1 - pre0, kicked1 - kicked0,
 	       first1 - first0);
 	EXPECT_GT(0.002, res->median);
 	if (p90_max > 0)
@@ -840,7 +770,7 @@ TEST_F_TIMEOUT(sched, short_period_thread_starts_promptly, 60)
 /*
  * A task woken by a task on another CPU starts promptly beside a CPU hog:
  * a reader blocks on a pipe on CPU 1, which a hog shares; a writer on CPU
- * 0 sleeps 10 ms and writes the time, PERIODIC_LOOPS times. The reader
+ * 0 sleeps 10 ms and writes the time, WT_PERIODIC_LOOPS times. The reader
  * slept more than TIMED_SLEEP_NS (30 us) and is earlier in vtime than the hog,
  * which is CPU-bound (cpu_bound()), so it preempts it (wake_preempt();
  * wake_preemptions() must move): its median latency from the write must
@@ -850,7 +780,7 @@ TEST_F_TIMEOUT(sched, short_period_thread_starts_promptly, 60)
 TEST_F_TIMEOUT(sched, task_woken_from_another_cpu_starts_promptly, 60)
 {
 	long long pre0 = wake_preemptions(), pre1, t0;
-	double lat[PERIODIC_LOOPS], sum = 0;
+	double lat[WT_PERIODIC_LOOPS], sum = 0;
 	cpu_set_t cpu0, cpu1;
 	int fd[2], i, st;
 	pid_t w;
@@ -868,7 +798,7 @@ TEST_F_TIMEOUT(sched, task_woken_from_another_cpu_starts_promptly, 60)
 		if (sched_setaffinity(0, sizeof(cpu0), &cpu0))
 			_exit(1);
 		wt_sleep(0.3);
-		for (i = 0; i < PERIODIC_LOOPS; i++) {
+		for (i = 0; i < WT_PERIODIC_LOOPS; i++) {
 			wt_sleep(0.01);
 			t0 = mono_ns();
 			if (write(fd[1], &t0, sizeof(t0)) != sizeof(t0))
@@ -877,7 +807,7 @@ TEST_F_TIMEOUT(sched, task_woken_from_another_cpu_starts_promptly, 60)
 		_exit(0);
 	}
 	ASSERT_EQ(0, sched_setaffinity(0, sizeof(cpu1), &cpu1));
-	for (i = 0; i < PERIODIC_LOOPS; i++) {
+	for (i = 0; i < WT_PERIODIC_LOOPS; i++) {
 		if (read(fd[0], &t0, sizeof(t0)) != sizeof(t0))
 			break;
 		lat[i] = (mono_ns() - t0) / 1e9;
@@ -889,15 +819,15 @@ TEST_F_TIMEOUT(sched, task_woken_from_another_cpu_starts_promptly, 60)
 	close(fd[0]);
 	close(fd[1]);
 	wt_hogs_stop(&self->hogs);
-	ASSERT_EQ(PERIODIC_LOOPS, i) TH_LOG("the writer stopped after %d writes", i);
+	ASSERT_EQ(WT_PERIODIC_LOOPS, i) TH_LOG("the writer stopped after %d writes", i);
 	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	pre1 = wake_preemptions();
-	qsort(lat, PERIODIC_LOOPS, sizeof(double), cmp_double);
+	qsort(lat, WT_PERIODIC_LOOPS, sizeof(double), wt_cmp_double);
 	TH_LOG("reader beside a hog woken from another CPU: latency median %.2f ms, p90 %.2f ms, "
 	       "mean %.2f ms, worst %.1f ms; %lld wakeup preemptions",
-	       lat[PERIODIC_LOOPS / 2] * 1e3, lat[PERIODIC_LOOPS * 9 / 10] * 1e3,
-	       sum / PERIODIC_LOOPS * 1e3, lat[PERIODIC_LOOPS - 1] * 1e3, pre1 - pre0);
-	EXPECT_GT(0.002, lat[PERIODIC_LOOPS / 2]);
+	       lat[WT_PERIODIC_LOOPS / 2] * 1e3, lat[WT_PERIODIC_LOOPS * 9 / 10] * 1e3,
+	       sum / WT_PERIODIC_LOOPS * 1e3, lat[WT_PERIODIC_LOOPS - 1] * 1e3, pre1 - pre0);
+	EXPECT_GT(0.002, lat[WT_PERIODIC_LOOPS / 2]);
 	EXPECT_LT(pre0, pre1);
 	EXPECT_EQ(0, sched_ok());
 }
@@ -915,7 +845,7 @@ TEST_F_TIMEOUT(sched, task_woken_from_another_cpu_starts_promptly, 60)
  */
 TEST_F_TIMEOUT(sched, moved_laggards_bring_no_lag, 60)
 {
-	struct periodic_res *res = mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE,
+	struct wt_periodic_res *res = mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE,
 					MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	long long placed0 = counter("nr_migrate_placed"), placed1;
 	int i, st, moves = 0, crowd;
@@ -933,7 +863,7 @@ TEST_F_TIMEOUT(sched, moved_laggards_bring_no_lag, 60)
 	for (i = 0; i < 6; i++)
 		ASSERT_LE(0, crowd = wt_hog_start(&self->hogs, 0, &cpu2));
 	wt_sleep(0.5);
-	t = periodic_start(res, &cpu1, 5000000LL);
+	t = wt_periodic_start(res, &cpu1, 5000000LL, (uid_t)-1);
 	ASSERT_LE(0, t);
 	while (!w) {
 		wt_sleep(0.075);
@@ -1129,12 +1059,12 @@ static void burst_beside_periodic(struct __test_metadata *_metadata, int n, long
 		    sched_setaffinity(0, sizeof(cpu2), &cpu2))
 			_exit(1);
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		deadline = ts_ns(&now);
+		deadline = wt_ts_ns(&now);
 		for (;;) {		/* until killed */
 			deadline += 2000000LL;
-			sleep_until_ns(deadline);
+			wt_sleep_until_ns(deadline);
 			clock_gettime(CLOCK_MONOTONIC, &now);
-			late = ts_ns(&now) - deadline;
+			late = wt_ts_ns(&now) - deadline;
 			if (!res->released) {
 				if (late > res->worst_before)
 					res->worst_before = late;
@@ -1153,7 +1083,7 @@ static void burst_beside_periodic(struct __test_metadata *_metadata, int n, long
 					res->worst = late;
 			}
 			clock_gettime(CLOCK_MONOTONIC, &now);
-			while (deadline + 2000000LL <= ts_ns(&now))
+			while (deadline + 2000000LL <= wt_ts_ns(&now))
 				deadline += 2000000LL;
 		}
 	}
@@ -1178,7 +1108,7 @@ static void burst_beside_periodic(struct __test_metadata *_metadata, int n, long
 				spin_cpu(1000000ULL, NULL);
 				wt_sleep(0.0002);
 				clock_gettime(CLOCK_MONOTONIC, &now);
-			} while (ts_ns(&now) - ts_ns(&t0) < 1000000000LL);
+			} while (wt_ts_ns(&now) - wt_ts_ns(&t0) < 1000000000LL);
 			res->ran[i] = wt_thread_ns();
 			_exit(0);
 		}

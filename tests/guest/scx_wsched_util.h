@@ -12,6 +12,7 @@
 
 #include "guest_util.h"
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
@@ -761,6 +762,84 @@ static inline void wt_hogs_snapshot(const struct wt_hogs *h, unsigned long long 
 
 	for (i = 0; i < h->n; i++)
 		ns[i] = h->rep[i].cpu_ns;
+}
+
+/* ------------------------------------------------- periodic thread */
+
+static inline long long wt_ts_ns(const struct timespec *t)
+{
+	return t->tv_sec * 1000000000LL + t->tv_nsec;
+}
+
+/* Sleep until CLOCK_MONOTONIC reaches @deadline ns. */
+static inline void wt_sleep_until_ns(long long deadline)
+{
+	struct timespec ts = { deadline / 1000000000LL, deadline % 1000000000LL };
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+static inline int wt_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+#define WT_PERIODIC_LOOPS	300
+
+/* What the periodic thread measured, in seconds; shared with its parent. */
+struct wt_periodic_res {
+	double mean, worst, median, p90, p99, sleeps;
+	double late[WT_PERIODIC_LOOPS];	/* sorted once the loop ends */
+};
+
+/*
+ * Fork the periodic thread: on @cpus, as @uid unless that is (uid_t)-1, it
+ * sleeps to absolute deadlines @period_ns apart (a deadline already past
+ * is skipped, as cyclictest does) for WT_PERIODIC_LOOPS periods, fills
+ * @res and exits 0. Its pid or -1. It dies with its parent.
+ */
+static inline pid_t wt_periodic_start(struct wt_periodic_res *res, const cpu_set_t *cpus,
+				      long long period_ns, uid_t uid)
+{
+	pid_t t, parent = getpid();
+	struct timespec now;
+	long long deadline;
+	double sum = 0;
+	struct rusage ru;
+	int i;
+
+	t = fork();
+	if (t)
+		return t;
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent ||
+	    sched_setaffinity(0, sizeof(*cpus), cpus))
+		_exit(1);
+	if (uid != (uid_t)-1 && (setgroups(0, NULL) || setgid(uid) || setuid(uid)))
+		_exit(1);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	deadline = wt_ts_ns(&now);
+	for (i = 0; i < WT_PERIODIC_LOOPS; i++) {
+		deadline += period_ns;
+		wt_sleep_until_ns(deadline);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		res->late[i] = (wt_ts_ns(&now) - deadline) / 1e9;
+		sum += res->late[i];
+		if (res->late[i] > res->worst)
+			res->worst = res->late[i];
+		while (deadline + period_ns <= wt_ts_ns(&now))
+			deadline += period_ns;
+	}
+	getrusage(RUSAGE_SELF, &ru);
+	res->mean = sum / WT_PERIODIC_LOOPS;
+	res->sleeps = ru.ru_nvcsw;
+	qsort(res->late, WT_PERIODIC_LOOPS, sizeof(double), wt_cmp_double);
+	res->median = res->late[WT_PERIODIC_LOOPS / 2];
+	res->p90 = res->late[WT_PERIODIC_LOOPS * 9 / 10];
+	res->p99 = res->late[WT_PERIODIC_LOOPS * 99 / 100];
+	_exit(0);
 }
 
 /* ------------------------------------------------------- per-CPU busy */

@@ -5,7 +5,7 @@
  * slice,preempt}.bpf.h are compiled as they are, over tests/native/bpf_shim/
  * (a fake scx/common.bpf.h: kernel structs with the fields read, kfuncs
  * over a fake machine), with the tunables writable (WS_TUNABLE) and the
- * hint side replaced by one answer, fake_registered. So the bounds of
+ * hint side replaced by two answers, fake_in_section and fake_graces. So the bounds of
  * vtime, where a waking or moved task is placed, vtime_now's advance, the
  * balance gap, the slice cuts, the tick period and the rate bound of
  * wakeup preemption, and the cgroups' shares (a tree of fake cgroups) are
@@ -14,14 +14,31 @@
  */
 #define WS_TUNABLE volatile
 #include <scx/common.bpf.h>	/* the shim */
+#include "scx_wsched.h"
 
-/* The hint side, as the fragments below see it: one answer. */
+/* The hint side, as the fragments below see it: every task is inside a
+ * critical section or none is (fake_in_section), and a run-cut timer's
+ * grace is granted while fake_graces lasts. */
 #define __SCX_WSCHED_HINT_BPF_H
-static bool fake_registered;
-static __always_inline bool hint_registered(struct task_struct *p)
+static bool fake_in_section;
+static int fake_graces;
+static u64 grace_ns = WSCHED_GRACE_US_DFL * 1000ULL;
+static __always_inline bool hints_live(void)
+{
+	return fake_in_section;
+}
+static __always_inline bool hint_in_section(struct task_struct *p)
 {
 	(void)p;
-	return fake_registered;
+	return fake_in_section;
+}
+static __always_inline bool hint_cut_grace(struct task_struct *p)
+{
+	(void)p;
+	if (!fake_in_section || fake_graces <= 0)
+		return false;
+	fake_graces--;
+	return true;
 }
 
 #include "scx_wsched_compat.bpf.h"
@@ -49,6 +66,7 @@ unsigned int shim_nr_kicks;
 s32 shim_last_kick_cpu = -1;
 u64 shim_parked_dsq;
 u64 shim_last_kick_flags;
+struct task_struct *shim_task_by_pid;
 /* Defining it makes the preempt count "exist" (bpf_ksym_exists()). */
 int __preempt_count;
 
@@ -118,7 +136,9 @@ static void machine_reset(void)
 	shim_last_kick_cpu = -1;
 	__preempt_count = 0;
 	shim_rq = NULL;
-	fake_registered = false;
+	fake_in_section = false;
+	fake_graces = 0;
+	shim_task_by_pid = NULL;
 }
 
 static struct task_struct task(s32 pid, u64 vtime)
@@ -580,12 +600,62 @@ TEST(interrupt_wakees_preempt_a_hog_within_the_rate_bound)
 	ASSERT_NE(NULL, wc);
 	EXPECT_EQ(WAKE_KICK_PERIOD_NS, wc->timer.armed_ns);
 	EXPECT_EQ(hog.pid, wc->pid);
-	/* A registered process's run is never preempted so. */
+	/* A run inside a critical section is not kicked at once: its timer
+	 * is armed to fire now, and its kick decides on the grace. */
 	machine_reset();
 	hog_running(&hog, vtime_now + 4 * SLICE, 10 * MS, &rq);
-	fake_registered = true;
+	fake_in_section = true;
+	wc->pid = 0;
 	wake_preempt(&p, 1, &rq, false, true, p.scx.dsq_vtime);
 	EXPECT_EQ(0, shim_nr_kicks);
+	EXPECT_EQ(0, wc->timer.armed_ns);
+	EXPECT_EQ(hog.pid, wc->pid);
+}
+
+/*
+ * A run-cut timer that finds its run inside a critical section grants the
+ * grace first and fires again at its end; then (the grace used) it kicks
+ * the same run. A run that ended meanwhile is not kicked.
+ */
+TEST(run_cut_in_a_section_waits_for_the_grace_once)
+{
+	struct task_struct hog, p;
+	struct rq rq = { 0 };
+	struct wake_cut *wc;
+	u32 key = 1;
+
+	machine_reset();
+	hog_running(&hog, vtime_now + 4 * SLICE, 10 * MS, &rq);
+	shim_task_by_pid = &hog;
+	shim_dsq_len[1] = 1;
+	wc = bpf_map_lookup_elem(&wake_cuts, &key);
+	ASSERT_NE(NULL, wc);
+	wc->pid = 0;
+	fake_in_section = true;
+	fake_graces = 1;
+	ASSERT_TRUE(run_cut_start(wc, 1, &hog, 0));
+	EXPECT_FALSE(run_cut_kick(1, wc));
+	EXPECT_EQ(0, shim_nr_kicks);
+	EXPECT_EQ(grace_ns, wc->timer.armed_ns);
+	EXPECT_EQ(hog.pid, wc->pid);
+	EXPECT_TRUE(run_cut_kick(1, wc));
+	EXPECT_EQ(1, shim_nr_kicks);
+	EXPECT_EQ(WS_KICK_PREEMPT, shim_last_kick_flags);
+	EXPECT_EQ(0, wc->pid);
+	/* Granted, then the run ended (its library yielded): no kick. */
+	fake_graces = 1;
+	ASSERT_TRUE(run_cut_start(wc, 1, &hog, 0));
+	EXPECT_FALSE(run_cut_kick(1, wc));
+	p = task(31, vtime_now);
+	run_on(1, &p, &rq);
+	EXPECT_FALSE(run_cut_kick(1, wc));
+	EXPECT_EQ(1, shim_nr_kicks);
+	/* Outside a section a timer kicks at once. */
+	fake_in_section = false;
+	hog_running(&hog, vtime_now + 4 * SLICE, 10 * MS, &rq);
+	ASSERT_TRUE(run_cut_start(wc, 1, &hog, 0));
+	EXPECT_TRUE(run_cut_kick(1, wc));
+	EXPECT_EQ(2, shim_nr_kicks);
 }
 
 /* A wakee not earlier than the run, or behind the deque's head, waits. */
@@ -649,8 +719,8 @@ TEST(options_drive_one_mechanism_each)
 /* ------------------------------------------------------------ slices */
 
 /* A user task woken from an interrupt marks its CPU for a base slice: a
- * crowded CPU's cut is lat_slice_ns then, min_slice() before and after,
- * and for a registered process's run. */
+ * crowded CPU's cut is lat_slice_ns then (a run in a critical section's
+ * too: its grace is the tick's), min_slice() before and after. */
 TEST(interrupt_wakee_shortens_cuts_for_a_base_slice)
 {
 	struct task_struct p, t;
@@ -664,9 +734,9 @@ TEST(interrupt_wakee_shortens_cuts_for_a_base_slice)
 	lat_wake_note(&p, 3, true);
 	EXPECT_EQ(lat_slice_ns, lat_cut(&t, 3));
 	EXPECT_EQ(min_slice(), lat_cut(&t, 4));	/* another CPU */
-	fake_registered = true;
-	EXPECT_EQ(min_slice(), lat_cut(&t, 3));
-	fake_registered = false;
+	fake_in_section = true;
+	EXPECT_EQ(lat_slice_ns, lat_cut(&t, 3));
+	fake_in_section = false;
 	shim_now += SLICE - 1;
 	EXPECT_EQ(lat_slice_ns, lat_cut(&t, 3));
 	shim_now += 1;

@@ -137,6 +137,7 @@ extern int shim_preempt_count;
 extern unsigned int shim_nr_kicks;		/* scx_bpf_kick_cpu() calls */
 extern s32 shim_last_kick_cpu;
 extern u64 shim_last_kick_flags;
+extern struct task_struct *shim_task_by_pid;	/* bpf_task_from_pid() finds it alone */
 
 static inline u64 scx_bpf_now(void) { return shim_now; }
 static inline u64 bpf_ktime_get_ns(void) { return shim_now; }
@@ -174,6 +175,13 @@ static inline void scx_bpf_task_set_slice(struct task_struct *p, u64 slice)
 {
 	p->scx.slice = slice;
 }
+
+static inline struct task_struct *bpf_task_from_pid(s32 pid)
+{
+	return shim_task_by_pid && shim_task_by_pid->pid == pid ? shim_task_by_pid : NULL;
+}
+
+static inline void bpf_task_release(struct task_struct *p) { (void)p; }
 
 static inline void scx_bpf_kick_cpu(s32 cpu, u64 flags)
 {
