@@ -411,8 +411,7 @@ void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
 		cpu_ctx(cpu)->wake_kicked = 0;
 	if (hints_live())
 		cpu_ctx(cpu)->cur_start = scx_bpf_now();
-	cpu_ctx(cpu)->cur_tgid = p->tgid;
-	cpu_ctx(cpu)->cur_pid = p->pid;
+	cpu_run_start(cpu, p);
 	if (cpu_ctx(cpu)->queued_worker.pid == (u32)p->pid)
 		cpu_ctx(cpu)->queued_worker.pid = 0;
 }
@@ -420,17 +419,16 @@ void BPF_STRUCT_OPS(wsched_running, struct task_struct *p)
 /*
  * Charges the run that ops.running started on @p's CPU. A stop without
  * that start (a task already running when the scheduler was loaded) finds
- * another pid in ws_cpu.cur_pid and is not charged.
+ * another pid in ws_cpu.cur_id and is not charged.
  */
 void BPF_STRUCT_OPS(wsched_stopping, struct task_struct *p, bool runnable)
 {
 	s32 cpu = task_cpu_of(p);
 	u64 sum = p->se.sum_exec_runtime, ran, charge, vt;
 
-	if (cpu_ctx(cpu)->cur_pid != (u32)p->pid)
+	if (cpu_run_pid(cpu) != (u32)p->pid)
 		return;
-	cpu_ctx(cpu)->cur_pid = 0;
-	cpu_ctx(cpu)->cur_tgid = 0;
+	cpu_run_end(cpu);
 	cg_charge(cpu, sum);
 	ran = sum - cpu_ctx(cpu)->cur_sum;
 	if ((s64)ran <= 0)

@@ -73,8 +73,8 @@ struct queued_worker {
  * neither bounces the other, nor one CPU's entry another's.
  *
  * field          writer                 readers               a stale read costs
- * cur_pid        ops.running; cleared   ops.stopping, the     a charge skipped (a run
- * cur_tgid       by ops.stopping (of    cut timers,           begun before the load);
+ * cur_id         ops.running; cleared   ops.stopping, the     a charge skipped (a run
+ *                by ops.stopping (of    cut timers,           begun before the load);
  *                the task's CPU)        current_vtime(),      a worker move or yield
  *                                       wake_credit(),        kick declined or futile
  *                                       wake_preempt(),       (the dispatch re-checks
@@ -118,6 +118,15 @@ struct queued_worker {
  *                                                             enqueue; stale clear:
  *                                                             one futile wakeup
  *
+ * cur_id: the pid (low word) and tgid (high word) of the run, one 64-bit
+ * word written once at its start and once at its end, and read once
+ * (cpu_run_id()): an aligned 64-bit load or store is single-copy atomic on
+ * every architecture the kernel runs sched_ext on, so a reader on another
+ * CPU gets one run's pair or 0, never one run's pid with the tgid of the
+ * run before it. prefer_worker() relies on that: it looks the pid up in
+ * the slot array of the process whose tgid it read, which a process
+ * writes itself.
+ *
  * lat_wake_at: when ops.enqueue last queued a user task woken from an
  * interrupt on this deque while the shorter cut is on (bpf_ktime_get_ns(),
  * 0: never). kick_tat: when this CPU's next switch for a wakee is due at
@@ -129,8 +138,7 @@ struct queued_worker {
  */
 struct ws_cpu {
 	/* The run on this CPU: ops.running and ops.stopping. */
-	u32 cur_pid;
-	u32 cur_tgid;
+	u64 cur_id;		/* its pid and tgid (cpu_run_id()), 0: none */
 	u64 cur_start;		/* scx_bpf_now() at its start, while hints are live */
 	u64 cur_sum;		/* its se.sum_exec_runtime then */
 	u32 cur_factor;		/* its cgroup's share factor then (cg_slot_factor()) */
@@ -155,6 +163,41 @@ static struct ws_cpu ws_cpus[WSCHED_MAX_CPUS];
 static __always_inline struct ws_cpu *cpu_ctx(s32 cpu)
 {
 	return &ws_cpus[cpu & CPU_MASK];
+}
+
+/* The pid and tgid of the run on @cpu as one word (ws_cpu.cur_id), 0: none.
+ * Volatile: one load, so that its two halves are of one run. */
+static __always_inline u64 cpu_run_id(s32 cpu)
+{
+	return *(volatile u64 *)&cpu_ctx(cpu)->cur_id;
+}
+
+static __always_inline u32 run_id_pid(u64 id)
+{
+	return (u32)id;
+}
+
+static __always_inline u32 run_id_tgid(u64 id)
+{
+	return (u32)(id >> 32);
+}
+
+/* The pid of the run on @cpu, 0: none. */
+static __always_inline u32 cpu_run_pid(s32 cpu)
+{
+	return run_id_pid(cpu_run_id(cpu));
+}
+
+/* ops.running: @p's run starts on @cpu (one store). */
+static __always_inline void cpu_run_start(s32 cpu, struct task_struct *p)
+{
+	*(volatile u64 *)&cpu_ctx(cpu)->cur_id = (u64)(u32)p->tgid << 32 | (u32)p->pid;
+}
+
+/* ops.stopping: the run on @cpu is over (one store). */
+static __always_inline void cpu_run_end(s32 cpu)
+{
+	*(volatile u64 *)&cpu_ctx(cpu)->cur_id = 0;
 }
 
 static __always_inline u32 llc_of(s32 cpu)

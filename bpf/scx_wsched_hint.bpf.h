@@ -259,7 +259,9 @@ static __always_inline u32 task_ns_tid(struct task_struct *p)
 /*
  * The id in its own namespace of the thread whose kernel pid is @pid, a
  * thread of the same process as @p (so in @p's namespace). Costs a task
- * lookup only inside a non-initial namespace.
+ * lookup only inside a non-initial namespace, where the tgid is checked;
+ * in the initial one the caller's word is taken: prefer_worker() reads
+ * @pid with its tgid in one load (ws_cpu.cur_id) and compares the tgid.
  */
 static __always_inline u32 ns_tid_of_pid(struct task_struct *p, u32 pid)
 {

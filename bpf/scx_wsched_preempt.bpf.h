@@ -182,7 +182,7 @@ static __always_inline void wake_preempt(struct task_struct *p, s32 cpu, struct 
 		return;
 	curr = here ? bpf_get_current_task_btf() : rq->curr;
 	if (!curr || !curr->pid || curr == p ||
-	    cpu_ctx(cpu)->cur_pid != (u32)curr->pid)
+	    cpu_run_pid(cpu) != (u32)curr->pid)
 		return;
 	if (!irq && !cpu_bound(curr))
 		return;

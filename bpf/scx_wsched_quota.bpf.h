@@ -123,7 +123,7 @@ static __always_inline bool cg_tick(struct task_struct *p, s32 cpu)
 {
 	struct ws_cpu *c = cpu_ctx(cpu);
 
-	if (c->cur_pid != (u32)p->pid)
+	if (cpu_run_pid(cpu) != (u32)p->pid)
 		return false;
 	cg_charge(cpu, p->se.sum_exec_runtime);
 	if (cg_throttled(c->cur_slot) < 0)

@@ -48,7 +48,7 @@ static __always_inline bool ws_irq_wakeup(struct task_struct *p)
  * wake_cut (slice_ends here, wake_cuts in scx_wsched_preempt.bpf.h, keyed
  * by the CPU), for what the kernel would notice only at the tick after it
  * is due (a tick is 1-10 ms). The run is named by its task and by
- * se.sum_exec_runtime at its start (ws_cpu.cur_pid, ws_cpu.cur_sum): when
+ * se.sum_exec_runtime at its start (ws_cpu.cur_id, ws_cpu.cur_sum): when
  * the timer fires, it kicks the CPU only if that run is still on it and
  * its deque still holds a task; the CPU's dispatch then picks by vtime,
  * as after any slice. A timer armed for a run is not armed again for it
@@ -100,7 +100,7 @@ static __always_inline bool run_cut_kick(u32 cpu, struct wake_cut *wc)
 	u32 pid = wc->pid;
 
 	wc->pid = 0;		/* fired: it may be armed again */
-	if (cpu >= nr_cpus || !pid || cpu_ctx(cpu)->cur_pid != pid ||
+	if (cpu >= nr_cpus || !pid || cpu_run_pid(cpu) != pid ||
 	    cpu_ctx(cpu)->cur_sum != wc->sum || !scx_bpf_dsq_nr_queued(cpu))
 		return false;
 	if (run_cut_graced(pid)) {
@@ -234,7 +234,7 @@ static __always_inline void slice_end_arm(s32 cpu, struct task_struct *p)
 	    !lat_recent(lat_any_at))
 		return;
 	se = bpf_map_lookup_elem(&slice_ends, &key);
-	if (se && cpu_ctx(cpu)->cur_pid == (u32)p->pid &&
+	if (se && cpu_run_pid(cpu) == (u32)p->pid &&
 	    run_cut_start(se, cpu, p, p->scx.slice))
 		STAT_INC(nr_slice_ends);
 }

@@ -76,7 +76,7 @@ static __always_inline u64 current_vtime(struct task_struct *p)
 	u64 vt = p->scx.dsq_vtime, ran;
 	s32 cpu = task_cpu_of(p);
 
-	if (cpu >= 0 && (u32)cpu < nr_cpus && cpu_ctx(cpu)->cur_pid == (u32)p->pid) {
+	if (cpu >= 0 && (u32)cpu < nr_cpus && cpu_run_pid(cpu) == (u32)p->pid) {
 		ran = p->se.sum_exec_runtime - cpu_ctx(cpu)->cur_sum;
 		if ((s64)ran > 0)
 			vt += cg_scale(scale_by_task_weight_inverse(p, ran),
@@ -87,14 +87,14 @@ static __always_inline u64 current_vtime(struct task_struct *p)
 
 /*
  * The task @rq, the locked runqueue of @cpu, runs, if it is the run that
- * ws_cpu.cur_pid names (started by ops.running and not yet charged), else
+ * ws_cpu.cur_id names (started by ops.running and not yet charged), else
  * NULL: its dsq_vtime is then where that run started.
  */
 static __always_inline struct task_struct *rq_cur_run(s32 cpu, struct rq *rq)
 {
 	struct task_struct *curr;
 
-	if (!rq || !(curr = rq->curr) || !curr->pid || cpu_ctx(cpu)->cur_pid != (u32)curr->pid)
+	if (!rq || !(curr = rq->curr) || !curr->pid || cpu_run_pid(cpu) != (u32)curr->pid)
 		return NULL;
 	return curr;
 }

@@ -90,7 +90,7 @@ static __always_inline void prefer_worker(struct task_struct *p, s32 cpu)
 {
 	struct worker_target *wt;
 	u32 tgid = p->tgid, start, i, c;
-	u64 now;
+	u64 now, id;
 	void *slots;
 	s32 idle;
 
@@ -111,11 +111,16 @@ static __always_inline void prefer_worker(struct task_struct *p, s32 cpu)
 		if (i >= nr_cpus)
 			break;
 		c = (start + i) % nr_cpus;
-		if ((s32)c == cpu || cpu_ctx(c)->cur_tgid != tgid ||
+		if ((s32)c == cpu)
+			continue;
+		/* One read: the pid looked up below is of a thread of the
+		 * process whose tgid is compared here (ws_cpu.cur_id). */
+		id = cpu_run_id(c);
+		if (run_id_tgid(id) != tgid ||
 		    time_before(now, cpu_ctx(c)->cur_start + thief_slice()))
 			continue;
 		if (!bpf_cpumask_test_cpu(c, p->cpus_ptr) ||
-		    !hint_pid_is_idle_thief(slots, p, cpu_ctx(c)->cur_pid))
+		    !hint_pid_is_idle_thief(slots, p, run_id_pid(id)))
 			continue;
 		wt = &cpu_ctx(c)->worker_target;
 		wt->dsq = cpu;

@@ -194,12 +194,12 @@ static __always_inline bool dispatch_yield_target(s32 cpu, struct task_struct *p
  * started meanwhile); 0 if another process's task runs there: a directed
  * yield gives away the yielder's own CPU time, never another's, and a
  * stream of them must not become a stream of preemptions of someone else.
- * ws_cpu.cur_tgid is read without synchronisation; a boost that meets another
+ * ws_cpu.cur_id is read without synchronisation; a boost that meets another
  * process's task after all is dropped by dispatch_yield_target().
  */
 static __always_inline u64 kick_for_yield(struct task_struct *from, s32 tcpu)
 {
-	u32 running = cpu_ctx(tcpu)->cur_tgid;
+	u32 running = run_id_tgid(cpu_run_id(tcpu));
 
 	if (running == (u32)from->tgid)
 		return WS_KICK_PREEMPT;

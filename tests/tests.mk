@@ -63,7 +63,8 @@ $(HINT_TEST): LDFLAGS += $(WS_NORM_LIB) -pthread $(LIBBPF_LIBS)
 # kernel's headers.
 ARITH_TEST := $(BUILD)/tests/native/scx_wsched_arith_test
 $(ARITH_TEST): $(wildcard $(TOP)/bpf/*.bpf.h $(TOP)/tests/native/bpf_shim/scx/*.h) $(TOP)/bpf/scx_wsched.h
-$(ARITH_TEST): KSFT_CFLAGS += -I$(TOP)/tests/native/bpf_shim -I$(TOP)/bpf
+$(ARITH_TEST): $(TOP)/userspace/include/wsched/hint.h
+$(ARITH_TEST): KSFT_CFLAGS += -I$(TOP)/tests/native/bpf_shim -I$(TOP)/bpf -I$(TOP)/userspace/include
 
 # The unit test of the loader's per-cgroup figures links their object.
 CGSTAT_TEST := $(BUILD)/tests/native/scx_wsched_cgstat_test

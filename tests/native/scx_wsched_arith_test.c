@@ -2,13 +2,15 @@
 /*
  * scx_wsched_arith_test: the scheduler's policy arithmetic, run natively.
  * The fragments bpf/scx_wsched_{compat,tunables,cpu,cgroup,vtime,steal,
- * slice,preempt}.bpf.h are compiled as they are, over tests/native/bpf_shim/
- * (a fake scx/common.bpf.h: kernel structs with the fields read, kfuncs
- * over a fake machine), with the tunables writable (WS_TUNABLE) and the
- * hint side replaced by two answers, fake_in_section and fake_graces. So the bounds of
+ * slice,preempt,quota,yield,worker}.bpf.h are compiled as they are, over
+ * tests/native/bpf_shim/ (a fake scx/common.bpf.h: kernel structs with the
+ * fields read, kfuncs over a fake machine), with the tunables writable
+ * (WS_TUNABLE) and the hint side replaced by a few answers
+ * (fake_in_section, fake_graces, fake_reg_tgid's thieves). So the bounds of
  * vtime, where a waking or moved task is placed, vtime_now's advance, the
  * balance gap, the slice cuts, the tick period and the rate bound of
- * wakeup preemption, and the cgroups' shares (a tree of fake cgroups) are
+ * wakeup preemption, the cgroups' shares (a tree of fake cgroups) and what
+ * worker preference reads of another CPU's run at any switch point are
  * checked at their edges (wraparound included)
  * without booting a guest; the guest suites check what they do to tasks.
  */
@@ -50,6 +52,90 @@ static __always_inline bool hint_cut_grace(struct task_struct *p)
 #include "scx_wsched_slice.bpf.h"
 #include "scx_wsched_preempt.bpf.h"
 #include "scx_wsched_quota.bpf.h"
+
+/*
+ * For the thieves and workers: one registered process, whose slot array
+ * (fake_slots) names a thread as an idle thief by its pid in the initial
+ * PID namespace, as a process's own array can name any pid; the real
+ * lookup there takes the pid as it is (ns_tid_of_pid()). A thread is a
+ * worker if no slot names it.
+ */
+#include <wsched/hint.h>
+#define FAKE_SLOTS 4
+static u32 fake_reg_tgid;		/* the registered process, 0: none */
+static u32 fake_thief_pid[FAKE_SLOTS];
+static __always_inline bool hints_live_for(struct task_struct *p)
+{
+	return fake_reg_tgid && (u32)p->tgid == fake_reg_tgid;
+}
+static __always_inline void *hint_proc_slots(struct task_struct *p)
+{
+	return hints_live_for(p) ? fake_thief_pid : NULL;
+}
+static __always_inline bool hint_pid_is_idle_thief(void *slots, struct task_struct *p, u32 pid)
+{
+	unsigned int i;
+
+	(void)p;
+	for (i = 0; pid && i < FAKE_SLOTS; i++)
+		if (((u32 *)slots)[i] == pid)
+			return true;
+	return false;
+}
+static __always_inline void *hint_idle_thief_slots(struct task_struct *p)
+{
+	void *slots = hint_proc_slots(p);
+
+	return slots && hint_pid_is_idle_thief(slots, p, p->pid) ? slots : NULL;
+}
+static __always_inline bool hint_task_is_idle_thief(struct task_struct *p)
+{
+	return hint_idle_thief_slots(p) != NULL;
+}
+static __always_inline bool hint_task_is_worker_in(void *slots, struct task_struct *p)
+{
+	return !hint_pid_is_idle_thief(slots, p, p->pid);
+}
+static __always_inline bool hint_yield_to_all(struct task_struct *p)
+{
+	(void)p;
+	return false;
+}
+
+/*
+ * Another CPU's context switch at any point of a fragment's reads: before
+ * the switch_at'th access of the yield and worker fragments to CPU
+ * switch_cpu's context (a cpu_ctx() or a cpu_run_id()), the run there
+ * ends and switch_to's starts, as ops.stopping and ops.running write
+ * them. 0: no switch.
+ */
+static s32 switch_cpu;
+static unsigned int switch_at, switch_seen;
+static struct task_struct *switch_to;
+static void switch_maybe(s32 cpu)
+{
+	if (!switch_at || cpu != switch_cpu || ++switch_seen != switch_at)
+		return;
+	cpu_run_end(cpu);
+	cpu_run_start(cpu, switch_to);
+	(cpu_ctx)(cpu)->cur_start = shim_now;
+}
+static struct ws_cpu *switching_cpu_ctx(s32 cpu)
+{
+	switch_maybe(cpu);
+	return (cpu_ctx)(cpu);
+}
+static u64 switching_cpu_run_id(s32 cpu)
+{
+	switch_maybe(cpu);
+	return (cpu_run_id)(cpu);
+}
+#define cpu_ctx(cpu) switching_cpu_ctx(cpu)
+#define cpu_run_id(cpu) switching_cpu_run_id(cpu)
+#include "scx_wsched_yield.bpf.h"
+#include "scx_wsched_worker.bpf.h"
+#undef cpu_ctx
+#undef cpu_run_id
 
 #include "kselftest_harness.h"
 
@@ -139,6 +225,8 @@ static void machine_reset(void)
 	fake_in_section = false;
 	fake_graces = 0;
 	shim_task_by_pid = NULL;
+	fake_reg_tgid = 0;
+	memset(fake_thief_pid, 0, sizeof(fake_thief_pid));
 }
 
 static struct task_struct task(s32 pid, u64 vtime)
@@ -153,8 +241,7 @@ static struct task_struct task(s32 pid, u64 vtime)
 /* A run of @p that ops.running started on @cpu, as the fragments see it. */
 static void run_on(s32 cpu, struct task_struct *p, struct rq *rq)
 {
-	cpu_ctx(cpu)->cur_pid = p->pid;
-	cpu_ctx(cpu)->cur_tgid = p->tgid;
+	cpu_run_start(cpu, p);
 	cpu_ctx(cpu)->cur_sum = p->se.sum_exec_runtime;
 	p->thread_info.cpu = cpu;
 	if (rq) {
@@ -301,9 +388,9 @@ TEST(current_vtime_charges_the_recorded_run_by_weight)
 	EXPECT_EQ(vtime_now + 2 * MS, current_vtime(&p));
 	p.scx.weight = 50;
 	EXPECT_EQ(vtime_now + 8 * MS, current_vtime(&p));
-	cpu_ctx(3)->cur_pid = 11;		/* another run: nothing added */
+	cpu_ctx(3)->cur_id = 11;		/* another run: nothing added */
 	EXPECT_EQ(vtime_now, current_vtime(&p));
-	cpu_ctx(3)->cur_pid = 10;
+	cpu_run_start(3, &p);
 	p.thread_info.cpu = nr_cpus;		/* a CPU out of range */
 	EXPECT_EQ(vtime_now, current_vtime(&p));
 	/* The result is floored like every vtime. */
@@ -394,7 +481,7 @@ TEST(interrupt_wakee_goes_just_before_the_cpus_earliest_task)
 	wake_credit(&p, 2, &rq, true);
 	EXPECT_EQ(hog.scx.dsq_vtime - 1, p.scx.dsq_vtime);
 	/* The run is not the one recorded: only the head counts. */
-	cpu_ctx(2)->cur_pid = 0;
+	cpu_run_end(2);
 	p.scx.dsq_vtime = vtime_now - 15 * SLICE;
 	wake_credit(&p, 2, &rq, true);
 	EXPECT_EQ(head.scx.dsq_vtime - 1, p.scx.dsq_vtime);
@@ -1193,6 +1280,75 @@ TEST(cgroup_too_deep_is_flattened_into_its_parent)
 		EXPECT_EQ(((struct cg_link *)c->storage)->slot,
 			  ((struct cg_link *)deep.storage)->slot);
 	}
+}
+
+/* ------------------------------------------------------------ workers and thieves */
+
+/*
+ * Worker preference preempts only a thief of the worker's own process,
+ * whatever another process's thread runs after it at any point of
+ * prefer_worker()'s reads. The worker's process (tgid 100) names, in its
+ * own slot array, a thread of another process (pid 201 of tgid 200) as an
+ * idle thief; its own thread running on CPU 1 is no thief. A context
+ * switch from that thread to pid 201 before each of prefer_worker()'s
+ * accesses to CPU 1 in turn must never make it kick CPU 1: with pid and
+ * tgid read as two words, a switch between the two reads paired tgid 100
+ * with pid 201, and the forged slot had CPU 1 preempted. A genuine idle
+ * thief of the process is preempted (the control).
+ */
+TEST(worker_preference_never_pairs_a_pid_with_another_runs_tgid)
+{
+	struct cpumask all;
+	struct task_struct own, other, worker;
+	unsigned int k, switched_late = 0;
+
+	memset(&all, 0xff, sizeof(all));
+	for (k = 0; k <= 6; k++) {
+		machine_reset();
+		nr_cpus = 2;
+		fake_reg_tgid = 100;
+		fake_thief_pid[0] = 201;	/* the forged slot */
+		own = task(101, vtime_now);
+		own.tgid = 100;
+		other = task(201, vtime_now);
+		other.tgid = 200;
+		worker = task(102, vtime_now);
+		worker.tgid = 100;
+		worker.cpus_ptr = &all;
+		run_on(1, &own, NULL);
+		cpu_ctx(1)->cur_start = shim_now - SLICE;	/* past its thief slice */
+		switch_cpu = 1;
+		switch_at = k;
+		switch_seen = 0;
+		switch_to = &other;
+		prefer_worker(&worker, 0);
+		switch_at = 0;
+		if (k > 1 && switch_seen >= k)
+			switched_late++;
+		EXPECT_EQ(0, shim_nr_kicks) TH_LOG("switch before access %u kicked CPU %d", k,
+						   shim_last_kick_cpu);
+		EXPECT_EQ(0, cpu_ctx(1)->worker_target.pid);
+	}
+	/* A switch did come after prefer_worker() had read CPU 1's run. */
+	EXPECT_LT(0, switched_late);
+
+	/* The control: the process's own idle thief on CPU 1 is preempted. */
+	machine_reset();
+	nr_cpus = 2;
+	fake_reg_tgid = 100;
+	fake_thief_pid[0] = 101;
+	own = task(101, vtime_now);
+	own.tgid = 100;
+	worker = task(102, vtime_now);
+	worker.tgid = 100;
+	worker.cpus_ptr = &all;
+	run_on(1, &own, NULL);
+	cpu_ctx(1)->cur_start = shim_now - SLICE;
+	prefer_worker(&worker, 0);
+	EXPECT_EQ(1, shim_nr_kicks);
+	EXPECT_EQ(1, shim_last_kick_cpu);
+	EXPECT_EQ(WS_KICK_PREEMPT, shim_last_kick_flags);
+	EXPECT_EQ(102, cpu_ctx(1)->worker_target.pid);
 }
 
 TEST_HARNESS_MAIN

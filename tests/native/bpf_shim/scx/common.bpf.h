@@ -95,8 +95,13 @@ struct task_struct {
 	char comm[16];
 	struct { u32 cpu; } thread_info;
 	struct { u64 sum_exec_runtime; u64 exec_start; } se;
-	struct { u64 dsq_vtime; u64 slice; u32 weight; u32 flags; } scx;
+	struct { u64 dsq_vtime; u64 slice; u32 weight; u32 flags;
+		 struct scx_dispatch_q *dsq; } scx;
 };
+
+/* The deque a queued task is on (p->scx.dsq), by its id. */
+struct scx_dispatch_q { u64 id; };
+#define BPF_CORE_READ(src, field)	((src)->field)
 
 struct rq {
 	s32 cpu;
@@ -260,6 +265,13 @@ static inline void bpf_cgroup_release(struct cgroup *cgrp) { (void)cgrp; }
 #define BPF_FOR_EACH_ITER			NULL
 static inline void scx_bpf_dsq_move_set_vtime(void *it, u64 vt) { (void)it; (void)vt; }
 static inline bool scx_bpf_dsq_move_vtime(void *it, struct task_struct *p, u64 dsq, u64 fl)
+{
+	(void)it; (void)p; (void)dsq; (void)fl;
+	return false;
+}
+/* The fake machine's deques move no task by a direct move. */
+static inline void scx_bpf_dsq_move_set_slice(void *it, u64 slice) { (void)it; (void)slice; }
+static inline bool scx_bpf_dsq_move(void *it, struct task_struct *p, u64 dsq, u64 fl)
 {
 	(void)it; (void)p; (void)dsq; (void)fl;
 	return false;
