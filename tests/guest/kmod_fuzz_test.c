@@ -410,7 +410,16 @@ TEST_F_TIMEOUT(fuzz, random_ioctls_and_slot_bytes_under_scx_wsched, 900)
  *    array mapped (its quota refuses the rest);
  *  - connections made by children reaped before the loader answers;
  *  - processes registering by the dozen and exiting;
- *  - WRITERS registered processes writing random bytes into their slots.
+ *  - WRITERS registered processes writing random bytes into their slots;
+ *  - a ring of ATK_RING threads of one process, spread over the lower
+ *    half, each YIELD_TO-ing the next without pause (issue 51's starving
+ *    chain: its yields give away only the yielder's own claim);
+ *  - connections opened and closed at once without pause (the churn that
+ *    used to wear the loader down);
+ *  - registered connections that keep writing junk after the answer
+ *    (closed by the loader, then opened again);
+ *  - registered processes that exec (the registration ends with the old
+ *    image).
  * The attackers other than the yield targets run on the lower half.
  * Asserts: the scheduler stays enabled (looked at every second) and
  * detaches with status 0, no kernel warning, and the victims get at least
@@ -421,6 +430,7 @@ TEST_F_TIMEOUT(fuzz, random_ioctls_and_slot_bytes_under_scx_wsched, 900)
 #define ATK_VICTIM_UID	65533
 #define ATK_HINT_UID	65534
 #define ATK_MAX_VICTIMS	64
+#define ATK_RING	64	/* threads in the ring of directed yields */
 
 struct atk_victim {
 	long cpu_ms, nivcsw;
@@ -433,6 +443,8 @@ struct atk {
 	struct atk_victim v[ATK_MAX_VICTIMS];
 	atomic_long churn_mapped, churn_refused, reaped_refused, reaped_other, regs, regs_refused;
 	atomic_long yield_calls;
+	atomic_long ring_calls, closed_conns, junk_closed, execs;
+	atomic_int ring_tids[ATK_RING];
 };
 
 static struct atk *atk;
@@ -491,6 +503,8 @@ static long atk_victims_run(int first, int n, double secs, long *nivcsw, unsigne
 		    !atk->v[i].done)
 			return -1;
 		cpu_ms += atk->v[i].cpu_ms;
+		printf("#   victim on CPU %d: %ld ms of CPU, %ld involuntary switches\n", first + i,
+		       atk->v[i].cpu_ms, atk->v[i].nivcsw);
 		*nivcsw += atk->v[i].nivcsw;
 		*spins += atk->v[i].spins;
 	}
@@ -615,6 +629,112 @@ __attribute__((noreturn)) static void atk_registrars(void)
 	}
 }
 
+/* A member of the ring on CPU (@i mod @arg's lower half): YIELD_TO the next. */
+struct atk_ring_arg {
+	int i, low, fd;
+};
+
+static void *atk_ring_member(void *arg)
+{
+	struct atk_ring_arg *a = arg;
+	long n = 0;
+
+	guest_pin(a->i % a->low);
+	atomic_store(&atk->ring_tids[a->i], kmod_gettid());
+	for (;; n++) {
+		kmod_yield_to(a->fd, atomic_load(&atk->ring_tids[(a->i + 1) % ATK_RING]), NULL);
+		if (!(n & 1023))
+			atomic_fetch_add_explicit(&atk->ring_calls, 1024, memory_order_relaxed);
+	}
+	return NULL;
+}
+
+__attribute__((noreturn)) static void atk_ring(int low)
+{
+	static struct atk_ring_arg args[ATK_RING];
+	pthread_t th;
+	int fd = kmod_open(), i;
+
+	if (fd < 0 || setgroups(0, NULL) || setgid(ATK_HINT_UID) || setuid(ATK_HINT_UID))
+		_exit(3);
+	for (i = 0; i < ATK_RING; i++) {
+		args[i] = (struct atk_ring_arg){ .i = i, .low = low, .fd = fd };
+		if (pthread_create(&th, NULL, atk_ring_member, &args[i]))
+			_exit(4);
+	}
+	for (;;)
+		pause();
+}
+
+/* Connect and close at once, without reading the answer; over and over. */
+__attribute__((noreturn)) static void atk_closer(gid_t users)
+{
+	atk_become_hint_user(users);
+	for (;;) {
+		int s = wt_hint_connect();	/* waits while the listen queue is full */
+
+		if (s >= 0) {
+			close(s);
+			atomic_fetch_add_explicit(&atk->closed_conns, 1, memory_order_relaxed);
+		} else {
+			usleep(1000);
+		}
+	}
+}
+
+/* Register, then write junk on the connection until the loader closes it. */
+__attribute__((noreturn)) static void atk_junk(gid_t users)
+{
+	static const char junk[256] = "junk";
+
+	atk_become_hint_user(users);
+	signal(SIGPIPE, SIG_IGN);
+	for (;;) {
+		struct ws_hint_hello hello;
+		int s = wt_hint_connect(), fd;
+
+		if (s < 0) {
+			usleep(10000);
+			continue;
+		}
+		if (wt_hint_answer(s, &hello, &fd) == sizeof(hello) && fd >= 0) {
+			close(fd);
+			while (write(s, junk, sizeof(junk)) > 0)
+				;
+			atomic_fetch_add_explicit(&atk->junk_closed, 1, memory_order_relaxed);
+		} else {
+			usleep(10000);	/* refused (rate or quota) */
+		}
+		close(s);
+	}
+}
+
+/* Processes that register and exec /bin/true with the connection open. */
+__attribute__((noreturn)) static void atk_execer(gid_t users)
+{
+	atk_become_hint_user(users);
+	for (;;) {
+		pid_t kid = fork();
+
+		if (!kid) {
+			struct ws_hint_slot *slots = wt_hint_raw_register(), *own;
+			uint32_t tid = (uint32_t)kmod_gettid();
+
+			if (!slots)
+				_exit(1);
+			own = &slots[WS_HINT_SLOT_IDX(tid, 0)];
+			own->owner_tid = tid;
+			own->abi_version = WS_HINT_ABI_VERSION;
+			own->state = WS_HINT_THIEF;
+			execl("/bin/true", "true", (char *)NULL);
+			_exit(2);
+		}
+		if (kid > 0 && waitpid(kid, NULL, 0) == kid)
+			atomic_fetch_add_explicit(&atk->execs, 1, memory_order_relaxed);
+		usleep(10000);	/* as often as the loader lets one user register */
+	}
+}
+
 TEST_F_TIMEOUT(fuzz, every_attack_at_once_spares_other_users, 1800)
 {
 	const char *args[] = { "--group", "users", "--stats", "5", "--json", NULL };
@@ -623,7 +743,7 @@ TEST_F_TIMEOUT(fuzz, every_attack_at_once_spares_other_users, 1800)
 	long base_sw, atk_sw, loader_ms;
 	double loader_s;
 	unsigned long base_spins, atk_spins;
-	pid_t loader, kids[16];
+	pid_t loader, kids[24];
 	int nk = 0, bad0, i;
 	bool enabled = true;
 	struct group *g;
@@ -662,7 +782,7 @@ TEST_F_TIMEOUT(fuzz, every_attack_at_once_spares_other_users, 1800)
 	ASSERT_LT(0, base_ms) TH_LOG("a victim did not run to the end");
 
 	atomic_store(&atk->attack, 1);
-	for (i = 0; i < 6; i++) {
+	for (i = 0; i < 10; i++) {
 		kids[nk] = fork();
 		if (!kids[nk]) {
 			atk_pin_low(low);
@@ -676,6 +796,14 @@ TEST_F_TIMEOUT(fuzz, every_attack_at_once_spares_other_users, 1800)
 				atk_reaped(g->gr_gid);
 			case 3:
 				atk_registrars();
+			case 4:
+				atk_ring(low);
+			case 5:
+				atk_closer(g->gr_gid);
+			case 6:
+				atk_junk(g->gr_gid);
+			case 7:
+				atk_execer(g->gr_gid);
 			default:
 				slot_writer();
 			}
@@ -708,6 +836,10 @@ TEST_F_TIMEOUT(fuzz, every_attack_at_once_spares_other_users, 1800)
 	TH_LOG("%d victims of %ld s, on CPUs %d-%d: alone %ld ms of CPU, %ld involuntary "
 	       "switches, %lu spins; attacked %ld ms, %ld, %lu", nv, secs, low, low + nv - 1,
 	       base_ms, base_sw, base_spins, atk_ms, atk_sw, atk_spins);
+	TH_LOG("attacks: ring %ld YIELD_TO calls; %ld connections closed at once; %ld "
+	       "junk-writing connections closed; %ld registered processes exec'd",
+	       atomic_load(&atk->ring_calls), atomic_load(&atk->closed_conns),
+	       atomic_load(&atk->junk_closed), atomic_load(&atk->execs));
 	TH_LOG("attacks: %ld YIELD_TO calls; churn %ld arrays kept mapped, %ld refused; "
 	       "reaped children's connections %ld refused ESRCH, %ld otherwise answered; "
 	       "registrations %ld, %ld refused; the loader used %ld ms of CPU meanwhile",
@@ -720,6 +852,10 @@ TEST_F_TIMEOUT(fuzz, every_attack_at_once_spares_other_users, 1800)
 	EXPECT_LT(0, atomic_load(&atk->yield_calls));
 	EXPECT_LT(0, atomic_load(&atk->churn_mapped) + atomic_load(&atk->churn_refused));
 	EXPECT_LT(0, atomic_load(&atk->regs));
+	EXPECT_LT(0, atomic_load(&atk->ring_calls));
+	EXPECT_LT(0, atomic_load(&atk->closed_conns));
+	EXPECT_LT(0, atomic_load(&atk->junk_closed));
+	EXPECT_LT(0, atomic_load(&atk->execs));
 	EXPECT_TRUE(enabled) TH_LOG("the scheduler was ejected; see %s", FUZZ_ERR);
 	EXPECT_EQ(0, wt_stop(loader)) TH_LOG("scx_wsched exit status; see %s", FUZZ_ERR);
 	TH_LOG("scx_wsched: nr_yield_to %lld, foreign %lld, malformed slots %lld, "
