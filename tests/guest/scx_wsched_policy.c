@@ -1033,10 +1033,11 @@ static void burst_wait(volatile int *v, int want)
  * each of them to run it off; placed at vtime_now, or just before the
  * CPU's earliest task, they are ahead of it by no more than one run each.
  * Its worst lateness during the burst must be under @bound_ns. The burst
- * must have run (200 ms of CPU).
+ * must have run (200 ms of CPU). One run: the worst lateness into
+ * *@worst, what @stall saw during the burst into *@seen.
  */
-static void burst_beside_periodic(struct __test_metadata *_metadata, int n, long long lead_ns,
-				  long long bound_ns)
+static void burst_run(struct __test_metadata *_metadata, int n, long long lead_ns,
+		      struct wt_stall *stall, long long *worst, struct wt_stall_seen *seen)
 {
 	struct burst_res *res = mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE,
 				     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -1128,6 +1129,7 @@ static void burst_beside_periodic(struct __test_metadata *_metadata, int n, long
 		burst_wait(&res->led, 1);
 		ASSERT_TRUE(res->led) TH_LOG("the periodic thread did not run its lead");
 	}
+	wt_stall_take(stall);
 	res->released = 1;
 	for (i = 0; i < n; i++)
 		ASSERT_EQ(1, write(pipes[i][1], "x", 1));
@@ -1137,16 +1139,47 @@ static void burst_beside_periodic(struct __test_metadata *_metadata, int n, long
 		close(pipes[i][1]);
 		total += res->ran[i];
 	}
+	*seen = wt_stall_take(stall);
 	kill(thr, SIGKILL);
 	ASSERT_EQ(thr, waitpid(thr, &st, 0));
 	ASSERT_TRUE(WIFSIGNALED(st)) TH_LOG("the periodic thread could not be pinned");
 	TH_LOG("2 ms periodic thread beside %d sleepers released after 1 s and a %.0f ms "
 	       "lead: worst lateness %.1f ms (%.1f ms before the release), %lld periods; "
-	       "the burst ran %.0f ms", n, lead_ns / 1e6, res->worst / 1e6,
-	       res->worst_before / 1e6, res->periods, total / 1e6);
+	       "the burst ran %.0f ms; in its %.0f ms the host stalled the guest %.1f ms "
+	       "(a sentinel's lateness beyond 1 ms; %.1f ms at worst)", n, lead_ns / 1e6,
+	       res->worst / 1e6, res->worst_before / 1e6, res->periods, total / 1e6,
+	       seen->window / 1e6, seen->lost / 1e6, seen->worst / 1e6);
 	EXPECT_LT(200000000ULL, total) TH_LOG("the burst did not run");
-	EXPECT_GT(bound_ns, res->worst);
+	*worst = res->worst;
 	munmap(res, sizeof(*res));
+}
+
+/*
+ * burst_run() until its worst lateness is under @bound_ns, three times at
+ * most, measuring again only after a run during which the host stalled
+ * the guest for a tenth of the burst or more (wt_stall_disturbed(), the
+ * sentinel on CPU 0): the burst's runs took that much longer on the
+ * guest's clock, and the periodic thread's lateness with them. A
+ * scheduler that let the burst go ahead misses the bound on a quiet host
+ * too.
+ */
+static void burst_beside_periodic(struct __test_metadata *_metadata, int n, long long lead_ns,
+				  long long bound_ns)
+{
+	struct wt_stall_seen seen;
+	struct wt_stall stall;
+	long long worst = 0;
+	int try;
+
+	ASSERT_EQ(0, wt_stall_start(&stall, 0));
+	for (try = 1; try <= 3; try++) {
+		burst_run(_metadata, n, lead_ns, &stall, &worst, &seen);
+		if (worst < bound_ns || !wt_stall_disturbed(&seen))
+			break;
+		TH_LOG("over the bound while the host stalled the guest: once more");
+	}
+	wt_stall_stop(&stall);
+	EXPECT_GT(bound_ns, worst);
 }
 
 /*

@@ -842,6 +842,112 @@ static inline pid_t wt_periodic_start(struct wt_periodic_res *res, const cpu_set
 	_exit(0);
 }
 
+/* ------------------------------------------------------- host stalls */
+
+/*
+ * A sentinel of stalls that no scheduler under test causes: a SCHED_FIFO
+ * thread (the RT class runs before every sched_ext and fair task, so
+ * neither scx_wsched nor EEVDF delays it) pinned to @cpu, sleeping to
+ * absolute deadlines 1 ms apart. What it was late by beyond
+ * WT_STALL_FLOOR_NS since the last wt_stall_take() is what the host made
+ * the guest wait (below the floor is the emulator's own wakeup latency,
+ * about 0.13 ms a wakeup under single-threaded TCG on a quiet host):
+ * under the lab's default TCG the guest's clock is the host's, and a host
+ * busy with other work stops every vCPU at once, so each task's run then
+ * takes longer on the clock too. A test whose latency bound misses while
+ * the guest lost time that way measures again rather than blame the
+ * scheduler. The sentinel writes, the test reads and clears with an
+ * exchange; a wakeup that races the clear counts in the window after it.
+ */
+#define WT_STALL_FLOOR_NS	1000000LL
+
+struct wt_stall {
+	pid_t pid;
+	long long *v;		/* shared: worst lateness, lateness beyond the floor summed (ns) */
+	long long taken_at;	/* CLOCK_MONOTONIC of the last take (ns) */
+};
+
+/* What the sentinel saw over a window (ns): wt_stall_take(). */
+struct wt_stall_seen {
+	long long worst, lost, window;
+};
+
+static inline int wt_stall_start(struct wt_stall *s, int cpu)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+	pid_t parent = getpid();
+	cpu_set_t set;
+	long long deadline, late;
+	struct timespec now;
+
+	s->pid = -1;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	s->taken_at = wt_ts_ns(&now);
+	s->v = mmap(NULL, 2 * sizeof(*s->v), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		    -1, 0);
+	if (s->v == MAP_FAILED) {
+		s->v = NULL;
+		return -1;
+	}
+	s->pid = fork();
+	if (s->pid < 0)
+		return -1;
+	if (s->pid)
+		return 0;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent ||
+	    sched_setaffinity(0, sizeof(set), &set) || sched_setscheduler(0, SCHED_FIFO, &sp))
+		_exit(1);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	deadline = wt_ts_ns(&now);
+	for (;;) {
+		deadline += 1000000LL;
+		wt_sleep_until_ns(deadline);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		late = wt_ts_ns(&now) - deadline;
+		if (late > __atomic_load_n(&s->v[0], __ATOMIC_RELAXED))
+			__atomic_store_n(&s->v[0], late, __ATOMIC_RELAXED);
+		if (late > WT_STALL_FLOOR_NS)
+			__atomic_fetch_add(&s->v[1], late - WT_STALL_FLOOR_NS, __ATOMIC_RELAXED);
+		while (deadline + 1000000LL <= wt_ts_ns(&now))
+			deadline += 1000000LL;
+	}
+}
+
+/* What the sentinel saw since the last take (or its start); starts anew.
+ * A window in which the guest stood still for a tenth of the time or more
+ * was disturbed by the host: wt_stall_disturbed(). */
+static inline struct wt_stall_seen wt_stall_take(struct wt_stall *s)
+{
+	struct wt_stall_seen seen = { 0, 0, 0 };
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	seen.window = wt_ts_ns(&now) - s->taken_at;
+	s->taken_at = wt_ts_ns(&now);
+	if (s->v) {
+		seen.worst = __atomic_exchange_n(&s->v[0], 0, __ATOMIC_RELAXED);
+		seen.lost = __atomic_exchange_n(&s->v[1], 0, __ATOMIC_RELAXED);
+	}
+	return seen;
+}
+
+static inline bool wt_stall_disturbed(const struct wt_stall_seen *seen)
+{
+	return seen->lost * 10 >= seen->window;
+}
+
+static inline void wt_stall_stop(struct wt_stall *s)
+{
+	if (s->pid > 0) {
+		kill(s->pid, SIGKILL);
+		waitpid(s->pid, NULL, 0);
+	}
+	if (s->v)
+		munmap(s->v, 2 * sizeof(*s->v));
+}
+
 /* ------------------------------------------------------- per-CPU busy */
 
 /* Busy and total jiffies of each CPU from /proc/stat; returns CPUs read. */
