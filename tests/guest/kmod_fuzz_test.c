@@ -562,19 +562,30 @@ __attribute__((noreturn)) static void atk_yielder(int from, int to)
 	}
 }
 
+/* A connection to the hint socket (retried every 10 ms) and whether its
+ * answer carried an array, into *@fd. */
+static int atk_hint_ask(int *fd)
+{
+	struct ws_hint_hello hello;
+	int s;
+
+	while ((s = wt_hint_connect()) < 0)
+		usleep(10000);
+	if (wt_hint_answer(s, &hello, fd) != sizeof(hello) && *fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
+	return s;
+}
+
 /* Connect, map, close, keep the mapping; over and over. */
 __attribute__((noreturn)) static void atk_churner(gid_t users)
 {
 	atk_become_hint_user(users);
 	for (;;) {
-		struct ws_hint_hello hello;
-		int s = wt_hint_connect(), fd;
+		int fd, s = atk_hint_ask(&fd);
 
-		if (s < 0) {
-			usleep(10000);
-			continue;
-		}
-		if (wt_hint_answer(s, &hello, &fd) == sizeof(hello) && fd >= 0 && wt_hint_map(fd))
+		if (fd >= 0 && wt_hint_map(fd))
 			atomic_fetch_add_explicit(&atk->churn_mapped, 1, memory_order_relaxed);
 		else
 			atomic_fetch_add_explicit(&atk->churn_refused, 1, memory_order_relaxed);
@@ -690,14 +701,9 @@ __attribute__((noreturn)) static void atk_junk(gid_t users)
 	atk_become_hint_user(users);
 	signal(SIGPIPE, SIG_IGN);
 	for (;;) {
-		struct ws_hint_hello hello;
-		int s = wt_hint_connect(), fd;
+		int fd, s = atk_hint_ask(&fd);
 
-		if (s < 0) {
-			usleep(10000);
-			continue;
-		}
-		if (wt_hint_answer(s, &hello, &fd) == sizeof(hello) && fd >= 0) {
+		if (fd >= 0) {
 			close(fd);
 			while (write(s, junk, sizeof(junk)) > 0)
 				;

@@ -1296,6 +1296,25 @@ TEST(cgroup_too_deep_is_flattened_into_its_parent)
  * with pid 201, and the forged slot had CPU 1 preempted. A genuine idle
  * thief of the process is preempted (the control).
  */
+/* Two CPUs; process 100 registered, its slot array naming @thief_pid an
+ * idle thief; its thread 101 (@own) running on CPU 1 past its thief
+ * slice; its @worker, 102, queued on CPU 0. */
+static void worker_beside(u32 thief_pid, struct task_struct *own, struct task_struct *worker,
+			  const struct cpumask *all)
+{
+	machine_reset();
+	nr_cpus = 2;
+	fake_reg_tgid = 100;
+	fake_thief_pid[0] = thief_pid;
+	*own = task(101, vtime_now);
+	own->tgid = 100;
+	*worker = task(102, vtime_now);
+	worker->tgid = 100;
+	worker->cpus_ptr = all;
+	run_on(1, own, NULL);
+	cpu_ctx(1)->cur_start = shim_now - SLICE;
+}
+
 TEST(worker_preference_never_pairs_a_pid_with_another_runs_tgid)
 {
 	struct cpumask all;
@@ -1304,19 +1323,9 @@ TEST(worker_preference_never_pairs_a_pid_with_another_runs_tgid)
 
 	memset(&all, 0xff, sizeof(all));
 	for (k = 0; k <= 6; k++) {
-		machine_reset();
-		nr_cpus = 2;
-		fake_reg_tgid = 100;
-		fake_thief_pid[0] = 201;	/* the forged slot */
-		own = task(101, vtime_now);
-		own.tgid = 100;
+		worker_beside(201, &own, &worker, &all);	/* the forged slot */
 		other = task(201, vtime_now);
 		other.tgid = 200;
-		worker = task(102, vtime_now);
-		worker.tgid = 100;
-		worker.cpus_ptr = &all;
-		run_on(1, &own, NULL);
-		cpu_ctx(1)->cur_start = shim_now - SLICE;	/* past its thief slice */
 		switch_cpu = 1;
 		switch_at = k;
 		switch_seen = 0;
@@ -1333,17 +1342,7 @@ TEST(worker_preference_never_pairs_a_pid_with_another_runs_tgid)
 	EXPECT_LT(0, switched_late);
 
 	/* The control: the process's own idle thief on CPU 1 is preempted. */
-	machine_reset();
-	nr_cpus = 2;
-	fake_reg_tgid = 100;
-	fake_thief_pid[0] = 101;
-	own = task(101, vtime_now);
-	own.tgid = 100;
-	worker = task(102, vtime_now);
-	worker.tgid = 100;
-	worker.cpus_ptr = &all;
-	run_on(1, &own, NULL);
-	cpu_ctx(1)->cur_start = shim_now - SLICE;
+	worker_beside(101, &own, &worker, &all);
 	prefer_worker(&worker, 0);
 	EXPECT_EQ(1, shim_nr_kicks);
 	EXPECT_EQ(1, shim_last_kick_cpu);
