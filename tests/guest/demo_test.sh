@@ -58,8 +58,8 @@ tap_result $? "scx_wsched is unloaded afterwards" "state: $(cat /sys/kernel/sche
 
 # A 1-worker run slowed as a busy host slows it (2 x CPUs spinners beside
 # it on its CPU): the speedup comes out above the CPU count, is measured
-# once more, and is flagged, not shown as a result. The lock part is left
-# out (no lock program).
+# once more, and is flagged, not shown as a result. The lock part and the
+# scheduler are left out (no lock program; EEVDF).
 slow=$(mktemp) || exit 1
 trap 'rm -f "$slow"' EXIT
 cat >"$slow" <<EOF
@@ -74,7 +74,8 @@ case " \$* " in
 esac
 EOF
 chmod +x "$slow"
-out=$(DEMO_FIB="30 12" DEMO_WSBENCH="$slow" DEMO_LOCKDEMO=/nonexistent WSCHED_DEMO_INSIDE=1 \
+out=$(DEMO_FIB="30 12" DEMO_WSBENCH="$slow" DEMO_LOCKDEMO=/nonexistent DEMO_SCHED=/nonexistent \
+	WSCHED_DEMO_INSIDE=1 \
 	"$TOP/scripts/demo" 2>&1)
 rc=$?
 grep -q "cannot be: the host disturbed the runs; once more" <<<"$out" &&
