@@ -412,10 +412,10 @@ TEST_F_TIMEOUT(fuzz, random_ioctls_and_slot_bytes_under_scx_wsched, 900)
  *  - processes registering by the dozen and exiting;
  *  - WRITERS registered processes writing random bytes into their slots;
  *  - a ring of ATK_RING threads of one process, spread over the lower
- *    half, each YIELD_TO-ing the next without pause (issue 51's starving
- *    chain: its yields give away only the yielder's own claim);
- *  - connections opened and closed at once without pause (the churn that
- *    used to wear the loader down);
+ *    half, each YIELD_TO-ing the next without pause (a chain of directed
+ *    yields: each gives away only the yielder's own claim);
+ *  - connections opened and closed at once without pause (churn the
+ *    loader must not spend its time on);
  *  - registered connections that keep writing junk after the answer
  *    (closed by the loader, then opened again);
  *  - registered processes that exec (the registration ends with the old

@@ -2732,8 +2732,8 @@ static int shelter_compare(struct shelter *a, struct shelter *b)
  * Unregistered hogs (k[0]) against @mode's (k[1]), up to SHELTER_TRIES
  * times until k[1]'s p99 is within 1.2x of k[0]'s plus @slack seconds
  * and, for hogs in sections, their in-section preemptions are under a
- * tenth of the periods (198 of 900 in one run on a busy host, 2-4 on a
- * quiet one); -1 if a run failed.
+ * tenth of the periods (a busy host moves that count too); -1 if a run
+ * failed.
  */
 static int shelter_tries(struct __test_metadata *_metadata, struct shelter *k,
 			 enum spin_mode mode, double slack)

@@ -796,6 +796,24 @@ struct wt_periodic_res {
 };
 
 /*
+ * Sleep to *@deadline advanced by @period_ns; the lateness of the wakeup
+ * (ns). A deadline already past on waking is skipped, as cyclictest does.
+ */
+static inline long long wt_period_wait(long long *deadline, long long period_ns)
+{
+	struct timespec now;
+	long long late;
+
+	*deadline += period_ns;
+	wt_sleep_until_ns(*deadline);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	late = wt_ts_ns(&now) - *deadline;
+	while (*deadline + period_ns <= wt_ts_ns(&now))
+		*deadline += period_ns;
+	return late;
+}
+
+/*
  * Fork the periodic thread: on @cpus, as @uid unless that is (uid_t)-1, it
  * sleeps to absolute deadlines @period_ns apart (a deadline already past
  * is skipped, as cyclictest does) for WT_PERIODIC_LOOPS periods, fills
@@ -822,15 +840,10 @@ static inline pid_t wt_periodic_start(struct wt_periodic_res *res, const cpu_set
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	deadline = wt_ts_ns(&now);
 	for (i = 0; i < WT_PERIODIC_LOOPS; i++) {
-		deadline += period_ns;
-		wt_sleep_until_ns(deadline);
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		res->late[i] = (wt_ts_ns(&now) - deadline) / 1e9;
+		res->late[i] = wt_period_wait(&deadline, period_ns) / 1e9;
 		sum += res->late[i];
 		if (res->late[i] > res->worst)
 			res->worst = res->late[i];
-		while (deadline + period_ns <= wt_ts_ns(&now))
-			deadline += period_ns;
 	}
 	getrusage(RUSAGE_SELF, &ru);
 	res->mean = sum / WT_PERIODIC_LOOPS;
@@ -850,8 +863,7 @@ static inline pid_t wt_periodic_start(struct wt_periodic_res *res, const cpu_set
  * neither scx_wsched nor EEVDF delays it) pinned to @cpu, sleeping to
  * absolute deadlines 1 ms apart. What it was late by beyond
  * WT_STALL_FLOOR_NS since the last wt_stall_take() is what the host made
- * the guest wait (below the floor is the emulator's own wakeup latency,
- * about 0.13 ms a wakeup under single-threaded TCG on a quiet host):
+ * the guest wait (below the floor is the emulator's own wakeup latency):
  * under the lab's default TCG the guest's clock is the host's, and a host
  * busy with other work stops every vCPU at once, so each task's run then
  * takes longer on the clock too. A test whose latency bound misses while
@@ -902,16 +914,11 @@ static inline int wt_stall_start(struct wt_stall *s, int cpu)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	deadline = wt_ts_ns(&now);
 	for (;;) {
-		deadline += 1000000LL;
-		wt_sleep_until_ns(deadline);
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		late = wt_ts_ns(&now) - deadline;
+		late = wt_period_wait(&deadline, 1000000LL);
 		if (late > __atomic_load_n(&s->v[0], __ATOMIC_RELAXED))
 			__atomic_store_n(&s->v[0], late, __ATOMIC_RELAXED);
 		if (late > WT_STALL_FLOOR_NS)
 			__atomic_fetch_add(&s->v[1], late - WT_STALL_FLOOR_NS, __ATOMIC_RELAXED);
-		while (deadline + 1000000LL <= wt_ts_ns(&now))
-			deadline += 1000000LL;
 	}
 }
 
