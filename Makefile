@@ -306,8 +306,20 @@ test-packages:
 test-native: $(NATIVE_TESTS)
 	$(Q)$(TOP)/tests/run-tests --suite native $(NATIVE_TESTS)
 
+# scripts/check runs the integration tests in two guests at once, one host
+# CPU each: GUEST_PART=1 (suite "guest") is all but GUEST_PART2, and
+# GUEST_PART=2 (suite "guest2") is GUEST_PART2, which its guest starts once
+# the lab's own tests are done; the two parts then end at about the same
+# time. Without GUEST_PART, test-guest runs them all as one suite.
+GUEST_PART2 := $(BUILD)/tests/guest/scx_wsched_policy
+ifneq ($(filter-out 1 2,$(GUEST_PART)),)
+$(error GUEST_PART must be 1 or 2, not '$(GUEST_PART)')
+endif
+GUEST_RUN = $(if $(filter 2,$(GUEST_PART)),$(GUEST_PART2),$(if $(GUEST_PART),$(filter-out \
+	$(GUEST_PART2),$(GUEST_TESTS)),$(GUEST_TESTS)))
+
 test-guest: $(GUEST_TESTS)
-	$(Q)$(TOP)/tests/run-tests --suite guest $(GUEST_TESTS)
+	$(Q)$(TOP)/tests/run-tests --suite guest$(filter 2,$(GUEST_PART)) $(GUEST_RUN)
 
 test-parallel: $(PARALLEL_TESTS)
 	$(Q)$(TOP)/tests/run-tests --suite parallel $(PARALLEL_TESTS)
