@@ -22,6 +22,7 @@
  * them on every yield and tick); it SKIPs while build/bin/scx_wsched does
  * not exist.
  */
+#include <dirent.h>
 #include <grp.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
@@ -425,7 +426,10 @@ TEST_F_TIMEOUT(fuzz, random_ioctls_and_slot_bytes_under_scx_wsched, 900)
  * detaches with status 0, no kernel warning, and the victims get at least
  * 90% of the CPU time they got alone (their involuntary context switches
  * and spins are logged: in the lab's TCG how fast a vCPU executes depends
- * on what the others execute).
+ * on what the others execute). The threads that ran on the victims' CPUs
+ * meanwhile are logged with their CPU time, the most first.
+ * WSCHED_ATTACKS (a comma-separated list of atk_names[]; default all)
+ * runs only some of the attacks, to tell which one costs the victims what.
  */
 #define ATK_VICTIM_UID	65533
 #define ATK_HINT_UID	65534
@@ -448,6 +452,157 @@ struct atk {
 };
 
 static struct atk *atk;
+
+/* The attacks, by the names WSCHED_ATTACKS takes: "yield" is the YIELD_TO
+ * callers, "writers" the slot writers, the others the cases of the test's
+ * attacker switch in this order from "fuzz". */
+static const char *const atk_names[] = {
+	"yield", "fuzz", "churn", "reaped", "register", "ring", "closer", "junk", "exec", "writers",
+};
+#define ATK_N	(int)(sizeof(atk_names) / sizeof(atk_names[0]))
+
+/* The attacks WSCHED_ATTACKS names, as a mask of atk_names[] bits (all
+ * when unset); -1 with *@bad the first name that is none of them. */
+static long atk_selected(const char **bad)
+{
+	static char buf[256];
+	const char *e = getenv("WSCHED_ATTACKS");
+	char *tok, *save;
+	long mask = 0;
+	int i;
+
+	if (!e || !*e)
+		return (1L << ATK_N) - 1;
+	snprintf(buf, sizeof(buf), "%s", e);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < ATK_N && strcmp(tok, atk_names[i]); i++)
+			;
+		if (i == ATK_N) {
+			*bad = tok;
+			return -1;
+		}
+		mask |= 1L << i;
+	}
+	return mask;
+}
+
+static bool atk_on(long mask, const char *name)
+{
+	for (int i = 0; i < ATK_N; i++)
+		if (!strcmp(name, atk_names[i]))
+			return mask & (1L << i);
+	return false;
+}
+
+/* A thread's CPU time (clock ticks) and the CPU it last ran on. */
+struct atk_thr {
+	pid_t tid;
+	int cpu;
+	unsigned long long ticks;
+	char comm[20];
+};
+
+#define ATK_THR_MAX	8192
+
+static int atk_thr_cmp(const void *a, const void *b)
+{
+	const struct atk_thr *x = a, *y = b;
+
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+/* Every thread of the system into @t (at most ATK_THR_MAX), by tid. */
+static int atk_threads(struct atk_thr *t)
+{
+	DIR *pd = opendir("/proc"), *td;
+	struct dirent *p, *q;
+	int n = 0;
+
+	if (!pd)
+		return 0;
+	while ((p = readdir(pd)) && n < ATK_THR_MAX) {
+		char path[600], buf[1024], *c, *r;
+		FILE *f;
+
+		if (p->d_name[0] < '0' || p->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/task", p->d_name);
+		td = opendir(path);
+		if (!td)
+			continue;
+		while ((q = readdir(td)) && n < ATK_THR_MAX) {
+			unsigned long long ut, st;
+			int cpu;
+
+			if (q->d_name[0] < '0' || q->d_name[0] > '9')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%s/task/%s/stat", p->d_name, q->d_name);
+			f = fopen(path, "r");
+			if (!f)
+				continue;
+			r = fgets(buf, sizeof(buf), f);
+			fclose(f);
+			c = r ? strchr(buf, '(') : NULL;
+			r = r ? strrchr(buf, ')') : NULL;
+			/* utime and stime are fields 14 and 15, processor 39. */
+			if (!c || !r || sscanf(r + 2, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+					       "%llu %llu %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+					       "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %d",
+					       &ut, &st, &cpu) != 3)
+				continue;
+			t[n].tid = atoi(q->d_name);
+			t[n].cpu = cpu;
+			t[n].ticks = ut + st;
+			snprintf(t[n].comm, sizeof(t[n].comm), "%.*s", (int)(r - c - 1), c + 1);
+			n++;
+		}
+		closedir(td);
+	}
+	closedir(pd);
+	qsort(t, n, sizeof(*t), atk_thr_cmp);
+	return n;
+}
+
+static int atk_thr_by_ticks(const void *a, const void *b)
+{
+	const struct atk_thr *x = a, *y = b;
+
+	return (x->ticks < y->ticks) - (x->ticks > y->ticks);
+}
+
+/*
+ * Log the threads that used CPU time between @t0 (@n0 of them) and @t1
+ * (@n1) and were last seen on a CPU of [@first, @first + @n), the most
+ * first, and their sum (ms): what ran beside the victims, give or take
+ * the threads that moved. @t1 is reordered.
+ */
+static long atk_others_report(const char *when, struct atk_thr *t0, int n0, struct atk_thr *t1,
+			      int n1, int first, int n)
+{
+	long tick_ms = 1000 / sysconf(_SC_CLK_TCK), sum = 0;
+	int i, j = 0, k = 0;
+
+	for (i = 0; i < n1; i++) {
+		unsigned long long was = 0;
+
+		while (j < n0 && t0[j].tid < t1[i].tid)
+			j++;
+		if (j < n0 && t0[j].tid == t1[i].tid)
+			was = t0[j].ticks;
+		if (t1[i].cpu < first || t1[i].cpu >= first + n || t1[i].ticks <= was)
+			continue;
+		t1[k] = t1[i];
+		t1[k++].ticks -= was;
+		sum += (long)(t1[k - 1].ticks * tick_ms);
+	}
+	qsort(t1, k, sizeof(*t1), atk_thr_by_ticks);
+	printf("#   %s: %d threads ran on the victims' CPUs, %ld ms of CPU in all; the most:\n",
+	       when, k, sum);
+	for (i = 0; i < k && i < 8; i++)
+		printf("#     %s (tid %d, CPU %d): %llu ms\n", t1[i].comm, t1[i].tid, t1[i].cpu,
+		       t1[i].ticks * tick_ms);
+	return sum;
+}
 
 static void atk_victim(int idx, int cpu)
 {
@@ -750,13 +905,18 @@ TEST_F_TIMEOUT(fuzz, every_attack_at_once_spares_other_users, 1800)
 	double loader_s;
 	unsigned long base_spins, atk_spins;
 	pid_t loader, kids[24];
-	int nk = 0, bad0, i;
+	int nk = 0, bad0, i, nt0, nt1;
 	bool enabled = true;
+	const char *bad = NULL;
+	long on = atk_selected(&bad);
+	static struct atk_thr t0[ATK_THR_MAX], t1[ATK_THR_MAX];
 	struct group *g;
 	struct stat sb;
 
 	if (!secs)
 		SKIP(return, "set WSCHED_ATTACK_SECONDS (make stress-guest runs it for 60 s)");
+	ASSERT_LE(0, on) TH_LOG("WSCHED_ATTACKS: no attack '%s' (there are: yield, fuzz, churn, "
+				"reaped, register, ring, closer, junk, exec, writers)", bad);
 	if (getuid() != 0)
 		SKIP(return, "loading modules needs root");
 	if (stat(wt_bin(), &sb))
@@ -778,17 +938,22 @@ TEST_F_TIMEOUT(fuzz, every_attack_at_once_spares_other_users, 1800)
 
 	/* The yield targets loop in sched_yield() beside their victims in
 	 * both runs: time-sharing a CPU is not the attack, the calls are. */
-	for (i = 0; i < 4 && i < nv && i < low; i++) {
+	for (i = 0; i < 4 && i < nv && i < low && atk_on(on, "yield"); i++) {
 		kids[nk] = fork();
 		if (!kids[nk])
 			atk_yielder(i, low + i);
 		nk++;
 	}
+	nt0 = atk_threads(t0);
 	base_ms = atk_victims_run(low, nv, secs, &base_sw, &base_spins);
+	nt1 = atk_threads(t1);
 	ASSERT_LT(0, base_ms) TH_LOG("a victim did not run to the end");
+	atk_others_report("alone", t0, nt0, t1, nt1, low, nv);
 
 	atomic_store(&atk->attack, 1);
 	for (i = 0; i < 10; i++) {
+		if (!atk_on(on, atk_names[i < 9 ? i + 1 : 9]))
+			continue;
 		kids[nk] = fork();
 		if (!kids[nk]) {
 			atk_pin_low(low);
@@ -816,7 +981,7 @@ TEST_F_TIMEOUT(fuzz, every_attack_at_once_spares_other_users, 1800)
 		}
 		nk++;
 	}
-	for (i = 0; i < WRITERS - 2; i++) {
+	for (i = 0; i < WRITERS - 2 && atk_on(on, "writers"); i++) {
 		kids[nk] = fork();
 		if (!kids[nk]) {
 			atk_pin_low(low);
@@ -826,8 +991,11 @@ TEST_F_TIMEOUT(fuzz, every_attack_at_once_spares_other_users, 1800)
 	}
 	wt_sleep(2);	/* let them get going */
 	loader_s = wt_proc_cpu_s(loader);
+	nt0 = atk_threads(t0);
 	atk_ms = atk_victims_run(low, nv, secs, &atk_sw, &atk_spins);
+	nt1 = atk_threads(t1);
 	loader_ms = (long)((wt_proc_cpu_s(loader) - loader_s) * 1000);
+	atk_others_report("attacked", t0, nt0, t1, nt1, low, nv);
 	for (i = 0; i < nk; i++) {
 		int st;
 
@@ -855,13 +1023,15 @@ TEST_F_TIMEOUT(fuzz, every_attack_at_once_spares_other_users, 1800)
 	       atomic_load(&atk->regs_refused), loader_ms);
 	EXPECT_LT(0, atk_ms) TH_LOG("a victim did not run to the end");
 	EXPECT_LE(base_ms * 0.9, (double)atk_ms);
-	EXPECT_LT(0, atomic_load(&atk->yield_calls));
-	EXPECT_LT(0, atomic_load(&atk->churn_mapped) + atomic_load(&atk->churn_refused));
-	EXPECT_LT(0, atomic_load(&atk->regs));
-	EXPECT_LT(0, atomic_load(&atk->ring_calls));
-	EXPECT_LT(0, atomic_load(&atk->closed_conns));
-	EXPECT_LT(0, atomic_load(&atk->junk_closed));
-	EXPECT_LT(0, atomic_load(&atk->execs));
+	/* Each attack that ran did what it attacks with. */
+	EXPECT_TRUE(!atk_on(on, "yield") || atomic_load(&atk->yield_calls));
+	EXPECT_TRUE(!atk_on(on, "churn") ||
+		    atomic_load(&atk->churn_mapped) + atomic_load(&atk->churn_refused));
+	EXPECT_TRUE(!atk_on(on, "register") || atomic_load(&atk->regs));
+	EXPECT_TRUE(!atk_on(on, "ring") || atomic_load(&atk->ring_calls));
+	EXPECT_TRUE(!atk_on(on, "closer") || atomic_load(&atk->closed_conns));
+	EXPECT_TRUE(!atk_on(on, "junk") || atomic_load(&atk->junk_closed));
+	EXPECT_TRUE(!atk_on(on, "exec") || atomic_load(&atk->execs));
 	EXPECT_TRUE(enabled) TH_LOG("the scheduler was ejected; see %s", FUZZ_ERR);
 	EXPECT_EQ(0, wt_stop(loader)) TH_LOG("scx_wsched exit status; see %s", FUZZ_ERR);
 	TH_LOG("scx_wsched: nr_yield_to %lld, foreign %lld, malformed slots %lld, "
