@@ -2701,14 +2701,26 @@ static int shelter_compare(struct shelter *a, struct shelter *b)
 }
 
 #define SHELTER_D(k, f)	((unsigned long long)(k).d.f)
+/*
+ * In-section preemptions other than a grace that ran out: a section that
+ * outlasts its grace is preempted as the grace rules say (counted as an
+ * overrun, then as an in-section preemption). On a busy host the guest's
+ * clock runs on while the vCPU is stopped, so a 200 us section can take
+ * longer than the 1 ms grace on it: two host spinners beside a guest made
+ * 156-330 in-section preemptions in 900 periods, all but 0-2 of them
+ * overruns (a quiet host: 2-4 in all).
+ */
+#define SHELTER_CS_CUT(k)							\
+	(SHELTER_D(k, nr_cs_preempted) > SHELTER_D(k, nr_grace_overrun) ?	\
+	 SHELTER_D(k, nr_cs_preempted) - SHELTER_D(k, nr_grace_overrun) : 0)
 #define SHELTER_LOG(k)								\
 	TH_LOG("beside %s hogs: lateness median %.2f ms, p90 %.2f ms, p95 %.2f ms, p99 %.2f ms of %d periods; wakeup "	\
 	       "preemptions %llu, timer kicks %llu, run cuts graced %llu, graces %llu, "	\
-	       "in-section preemptions %llu", spin_mode_name[(k).mode],		\
+	       "overruns %llu, in-section preemptions %llu", spin_mode_name[(k).mode],	\
 	       (k).late[(k).n / 2] * 1e3, (k).late[(k).n * 9 / 10] * 1e3, (k).late[(k).n * 95 / 100] * 1e3, (k).p99 * 1e3,	\
 	       (k).n, SHELTER_D(k, nr_wake_preempt), SHELTER_D(k, nr_wake_cut_kicks),	\
 	       SHELTER_D(k, nr_cut_graced), SHELTER_D(k, nr_grace_granted),	\
-	       SHELTER_D(k, nr_cs_preempted))
+	       SHELTER_D(k, nr_grace_overrun), SHELTER_D(k, nr_cs_preempted))
 
 /*
  * Registration shelters no hog from wakeup preemption: another user's
@@ -2721,7 +2733,8 @@ static int shelter_compare(struct shelter *a, struct shelter *b)
  * grants it first (nr_cut_graced), the library gives the CPU back on
  * leaving the section, and in-section preemptions stay under a tenth of
  * the wakeups; the periodic thread is then late by at most that grace
- * (1 ms) more. The 99th percentile of 900 periods under emulation moves
+ * (1 ms) more; a grace that ran out is not counted against that (see
+ * SHELTER_CS_CUT). The 99th percentile of 900 periods under emulation moves
  * by up to 1.5x between two runs of the same hogs (host noise): a
  * comparison that misses a bound is made again, up to SHELTER_TRIES
  * times in all; without the fix every one misses it twentyfold.
@@ -2731,8 +2744,8 @@ static int shelter_compare(struct shelter *a, struct shelter *b)
 /*
  * Unregistered hogs (k[0]) against @mode's (k[1]), up to SHELTER_TRIES
  * times until k[1]'s p99 is within 1.2x of k[0]'s plus @slack seconds
- * and, for hogs in sections, their in-section preemptions are under a
- * tenth of the periods (a busy host moves that count too); -1 if a run
+ * and, for hogs in sections, their in-section preemptions other than
+ * graces that ran out are under a tenth of the periods; -1 if a run
  * failed.
  */
 static int shelter_tries(struct __test_metadata *_metadata, struct shelter *k,
@@ -2749,7 +2762,7 @@ static int shelter_tries(struct __test_metadata *_metadata, struct shelter *k,
 		SHELTER_LOG(k[0]);
 		SHELTER_LOG(k[1]);
 		if (1.2 * k[0].p99 + slack >= k[1].p99 &&
-		    (mode != SPIN_CS_SHORT || k[1].n / 10 > SHELTER_D(k[1], nr_cs_preempted)))
+		    (mode != SPIN_CS_SHORT || k[1].n / 10 > SHELTER_CS_CUT(k[1])))
 			break;
 	}
 	return 0;
@@ -2765,7 +2778,7 @@ TEST_F_TIMEOUT(hint, registered_hogs_delay_others_wakeups_no_more, 240)
 	ASSERT_EQ(0, shelter_tries(_metadata, k, SPIN_CS_SHORT, 1e-3));
 	EXPECT_GE(1.2 * k[0].p99 + 1e-3, k[1].p99);
 	EXPECT_LT(0, SHELTER_D(k[1], nr_cut_graced));
-	EXPECT_GT(k[1].n / 10, SHELTER_D(k[1], nr_cs_preempted));
+	EXPECT_GT(k[1].n / 10, SHELTER_CS_CUT(k[1]));
 	munmap(k, 2 * sizeof(*k));
 }
 
