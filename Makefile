@@ -311,6 +311,10 @@ test-native: $(NATIVE_TESTS)
 # GUEST_PART=2 (suite "guest2") is GUEST_PART2, which its guest starts once
 # the lab's own tests are done; the two parts then end at about the same
 # time. Without GUEST_PART, test-guest runs them all as one suite.
+# GUEST_PART=2 builds nothing: its guest starts while part 1's make may
+# be bringing the build up to date (build/install/paths is rewritten by
+# every make), and two makes in one tree race on the same temporary
+# files; scripts/check built everything before either part starts.
 GUEST_PART2 := $(BUILD)/tests/guest/scx_wsched_policy
 ifneq ($(filter-out 1 2,$(GUEST_PART)),)
 $(error GUEST_PART must be 1 or 2, not '$(GUEST_PART)')
@@ -318,7 +322,7 @@ endif
 GUEST_RUN = $(if $(filter 2,$(GUEST_PART)),$(GUEST_PART2),$(if $(GUEST_PART),$(filter-out \
 	$(GUEST_PART2),$(GUEST_TESTS)),$(GUEST_TESTS)))
 
-test-guest: $(GUEST_TESTS)
+test-guest: $(if $(filter 2,$(GUEST_PART)),,$(GUEST_TESTS))
 	$(Q)$(TOP)/tests/run-tests --suite guest$(filter 2,$(GUEST_PART)) $(GUEST_RUN)
 
 test-parallel: $(PARALLEL_TESTS)
