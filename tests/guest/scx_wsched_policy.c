@@ -696,42 +696,61 @@ TEST_F_TIMEOUT(sched, light_task_carries_no_debt_from_running_alone, 60)
  * hog's slice. The dispatch that a preemption's kick causes must run the
  * wakee before its balance check (nr_wakee_first, for at least half of
  * nr_wake_preempt): a laggard stolen ahead of it kept it waiting.
+ * A run that misses a lateness bound while the host stopped the guest
+ * for a hundredth of the run or more (the stall sentinel on CPU 0: under
+ * single-threaded TCG a host stall stops every vCPU) is made again,
+ * PERIODIC_TRIES times in all; the bounds stay as they are.
  */
+#define PERIODIC_TRIES	3
+
 static void periodic_thread_beside_hogs(struct __test_metadata *_metadata,
 					FIXTURE_DATA(sched) *self, int nr_hogs, long long period_ns,
 					double p90_max)
 {
 	struct wt_periodic_res *res = mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE,
 					MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	long long pre0 = wake_preemptions(), pre1, kicked0, kicked1, first0, first1;
+	long long pre0, pre1, kicked0, kicked1, first0, first1;
+	struct wt_stall_seen seen;
+	struct wt_stall stall;
 	cpu_set_t cpu1;
-	int i, st;
+	int i, st, try;
 	pid_t t;
 
 	ASSERT_NE(MAP_FAILED, (void *)res);
-	ASSERT_LE(0, pre0) TH_LOG("no counters from the loader");
-	kicked0 = wt_json_last(OUT_FILE, "nr_wake_preempt");
-	first0 = wt_json_last(OUT_FILE, "nr_wakee_first");
-	ASSERT_LE(0, first0) TH_LOG("no nr_wakee_first from the loader");
+	ASSERT_EQ(0, wt_stall_start(&stall, 0));
 	CPU_ZERO(&cpu1);
 	CPU_SET(1, &cpu1);
-	for (i = 0; i < nr_hogs; i++)
-		ASSERT_LE(0, wt_hog_start(&self->hogs, 0, &cpu1));
-	wt_sleep(0.5);
-	t = wt_periodic_start(res, &cpu1, period_ns, (uid_t)-1);
-	ASSERT_LE(0, t);
-	ASSERT_EQ(t, waitpid(t, &st, 0));
-	wt_hogs_stop(&self->hogs);
-	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	pre1 = wake_preemptions();
-	kicked1 = wt_json_last(OUT_FILE, "nr_wake_preempt");
-	first1 = wt_json_last(OUT_FILE, "nr_wakee_first");
-	TH_LOG("%.1f ms periodic thread beside %d hogs on its CPU: lateness median %.2f ms, "
-	       "p90 %.2f ms, mean %.2f ms, worst %.1f ms, %.0f sleeps in %d periods, "
-	       "%lld wakeup preemptions (%lld kicks, %lld wakees run before balancing)",
-	       period_ns / 1e6, nr_hogs, res->median * 1e3, res->p90 * 1e3, res->mean * 1e3,
-	       res->worst * 1e3, res->sleeps, WT_PERIODIC_LOOPS, pre1 - pre0, kicked1 - kicked0,
-	       first1 - first0);
+	for (try = 0; try < PERIODIC_TRIES; try++) {
+		pre0 = wake_preemptions();
+		ASSERT_LE(0, pre0) TH_LOG("no counters from the loader");
+		kicked0 = wt_json_last(OUT_FILE, "nr_wake_preempt");
+		first0 = wt_json_last(OUT_FILE, "nr_wakee_first");
+		ASSERT_LE(0, first0) TH_LOG("no nr_wakee_first from the loader");
+		for (i = 0; i < nr_hogs; i++)
+			ASSERT_LE(0, wt_hog_start(&self->hogs, 0, &cpu1));
+		wt_sleep(0.5);
+		wt_stall_take(&stall);
+		t = wt_periodic_start(res, &cpu1, period_ns, (uid_t)-1);
+		ASSERT_LE(0, t);
+		ASSERT_EQ(t, waitpid(t, &st, 0));
+		seen = wt_stall_take(&stall);
+		wt_hogs_stop(&self->hogs);
+		ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		pre1 = wake_preemptions();
+		kicked1 = wt_json_last(OUT_FILE, "nr_wake_preempt");
+		first1 = wt_json_last(OUT_FILE, "nr_wakee_first");
+		TH_LOG("%.1f ms periodic thread beside %d hogs on its CPU: lateness median %.2f ms, "
+		       "p90 %.2f ms, mean %.2f ms, worst %.1f ms, %.0f sleeps in %d periods, "
+		       "%lld wakeup preemptions (%lld kicks, %lld wakees run before balancing); "
+		       "the host stopped the guest for %.1f ms of %.0f ms",
+		       period_ns / 1e6, nr_hogs, res->median * 1e3, res->p90 * 1e3, res->mean * 1e3,
+		       res->worst * 1e3, res->sleeps, WT_PERIODIC_LOOPS, pre1 - pre0,
+		       kicked1 - kicked0, first1 - first0, seen.lost / 1e6, seen.window / 1e6);
+		if ((res->median < 0.002 && (p90_max <= 0 || res->p90 < p90_max)) ||
+		    seen.lost * 100 < seen.window)
+			break;
+	}
+	wt_stall_stop(&stall);
 	EXPECT_GT(0.002, res->median);
 	if (p90_max > 0)
 		EXPECT_GT(p90_max, res->p90);

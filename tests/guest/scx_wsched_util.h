@@ -837,6 +837,7 @@ static inline pid_t wt_periodic_start(struct wt_periodic_res *res, const cpu_set
 		_exit(1);
 	if (uid != (uid_t)-1 && (setgroups(0, NULL) || setgid(uid) || setuid(uid)))
 		_exit(1);
+	res->worst = 0;		/* @res may hold an earlier run's */
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	deadline = wt_ts_ns(&now);
 	for (i = 0; i < WT_PERIODIC_LOOPS; i++) {
