@@ -461,6 +461,17 @@ static const char *const atk_names[] = {
 };
 #define ATK_N	(int)(sizeof(atk_names) / sizeof(atk_names[0]))
 
+/* atk_names[] joined with ", ", for an error message. */
+static const char *atk_all_names(void)
+{
+	static char all[128];
+	size_t n = 0;
+
+	for (int i = 0; i < ATK_N; i++)
+		n += snprintf(all + n, sizeof(all) - n, "%s%s", i ? ", " : "", atk_names[i]);
+	return all;
+}
+
 /* The attacks WSCHED_ATTACKS names, as a mask of atk_names[] bits (all
  * when unset); -1 with *@bad the first name that is none of them. */
 static long atk_selected(const char **bad)
@@ -915,8 +926,8 @@ TEST_F_TIMEOUT(fuzz, every_attack_at_once_spares_other_users, 1800)
 
 	if (!secs)
 		SKIP(return, "set WSCHED_ATTACK_SECONDS (make stress-guest runs it for 60 s)");
-	ASSERT_LE(0, on) TH_LOG("WSCHED_ATTACKS: no attack '%s' (there are: yield, fuzz, churn, "
-				"reaped, register, ring, closer, junk, exec, writers)", bad);
+	ASSERT_LE(0, on) TH_LOG("WSCHED_ATTACKS: no attack '%s' (there are: %s)", bad,
+				atk_all_names());
 	if (getuid() != 0)
 		SKIP(return, "loading modules needs root");
 	if (stat(wt_bin(), &sb))

@@ -326,7 +326,7 @@ TEST_F_TIMEOUT(sched, slice_min_sets_the_crowded_slice, SLICE_TRIES * (60 + 3 * 
 		TH_LOG("preemptions of 3 hogs on one CPU in 2 s: %lld with --slice-min-us 2000, "
 		       "%lld with 20000, %lld by default; the host stopped the guest for %.1f ms "
 		       "of %.0f ms", cut, kept, def, seen.lost / 1e6, seen.window / 1e6);
-		if ((kept <= 150 && kept <= cut / 2) || seen.lost * 100 < seen.window)
+		if ((kept <= 150 && kept <= cut / 2) || !wt_stall_stopped_1pct(&seen))
 			break;
 	}
 	wt_stall_stop(&stall);
@@ -766,7 +766,7 @@ static void periodic_thread_beside_hogs(struct __test_metadata *_metadata,
 		       res->worst * 1e3, res->sleeps, WT_PERIODIC_LOOPS, pre1 - pre0,
 		       kicked1 - kicked0, first1 - first0, seen.lost / 1e6, seen.window / 1e6);
 		if ((res->median < 0.002 && (p90_max <= 0 || res->p90 < p90_max)) ||
-		    seen.lost * 100 < seen.window)
+		    !wt_stall_stopped_1pct(&seen))
 			break;
 	}
 	wt_stall_stop(&stall);

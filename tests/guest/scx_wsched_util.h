@@ -946,6 +946,13 @@ static inline bool wt_stall_disturbed(const struct wt_stall_seen *seen)
 	return seen->lost * 10 >= seen->window;
 }
 
+/* Whether the host stopped the guest for a hundredth of the window or
+ * more: enough to move a percentile or a count taken over the window. */
+static inline bool wt_stall_stopped_1pct(const struct wt_stall_seen *seen)
+{
+	return seen->lost * 100 >= seen->window;
+}
+
 static inline void wt_stall_stop(struct wt_stall *s)
 {
 	if (s->pid > 0) {
