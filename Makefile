@@ -306,11 +306,12 @@ test-packages:
 test-native: $(NATIVE_TESTS)
 	$(Q)$(TOP)/tests/run-tests --suite native $(NATIVE_TESTS)
 
-# scripts/check runs the integration tests in two guests at once, one host
-# CPU each: GUEST_PART=1 (suite "guest") is all but GUEST_PART2, and
+# scripts/check runs the integration tests in two guests, one host CPU
+# each: GUEST_PART=1 (suite "guest") is all but GUEST_PART2, and
 # GUEST_PART=2 (suite "guest2") is GUEST_PART2, which its guest starts once
-# the lab's own tests are done; the two parts then end at about the same
-# time. Without GUEST_PART, test-guest runs them all as one suite.
+# the lab's own tests are done, beside part 1 when a host CPU is idle for
+# it (the two parts then end at about the same time), else after it.
+# Without GUEST_PART, test-guest runs them all as one suite.
 # GUEST_PART=2 builds nothing: its guest starts while part 1's make may
 # be bringing the build up to date (build/install/paths is rewritten by
 # every make), and two makes in one tree race on the same temporary

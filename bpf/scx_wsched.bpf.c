@@ -163,6 +163,8 @@ void BPF_STRUCT_OPS(wsched_enqueue, struct task_struct *p, u64 enq_flags)
 		migrate_place(p, cpu, rq ? rq : enqueue_rq(cpu));
 	}
 	vtime = vtime_floor(p->scx.dsq_vtime);
+	if (!wakeup && !p->se.sum_exec_runtime)
+		vtime = fork_place(cpu, rq ? rq : enqueue_rq(cpu), vtime);
 	waiting = scx_bpf_dsq_nr_queued(cpu);
 	state = hint_state(p);
 	if (!here)

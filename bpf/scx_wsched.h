@@ -138,7 +138,8 @@ struct wsched_cgroup {
 	X(nr_cg_refreshes)	/* recomputations of the cgroups' shares (cg_refresh()) */ \
 	X(nr_cg_parked)		/* a task of a throttled cgroup queued to wait for its next period */ \
 	X(nr_cg_released)	/* ... moved back to its CPU's deque when the period came */ \
-	X(nr_cut_graced)	/* a run-cut timer found its run in a critical section: a grace first */
+	X(nr_cut_graced)	/* a run-cut timer found its run in a critical section: a grace first */ \
+	X(nr_fork_placed)	/* a new task placed level with the earliest task of its first CPU */
 
 struct wsched_stats {
 #define WSCHED_STAT_FIELD(name) __u64 name;

@@ -12,7 +12,9 @@
  *   interrupt woke it;
  * - a task the kernel moves to another CPU keeps no lag against that
  *   CPU's earliest task (migrate_place());
- * - a new task starts at vtime_now (ops.enable).
+ * - a new task starts at vtime_now (ops.enable), or level with the
+ *   earliest task of the CPU it first joins where that is earlier, the
+ *   floor notwithstanding (fork_place()).
  * A queued task thus waits at most about deque length x slice x weight
  * ratio. vtime_now is updated without atomics: a lost update only places
  * a waking task a little behind or ahead, within the bounds above.
@@ -229,6 +231,39 @@ static __always_inline void migrate_place(struct task_struct *p, s32 cpu, struct
 		scx_bpf_task_set_dsq_vtime(p, first);
 		STAT_INC(nr_migrate_placed);
 	}
+}
+
+/*
+ * Where a new task, one that has never run (se.sum_exec_runtime is still
+ * 0), joins the deque of @cpu (whose rq @rq is locked, or NULL) at its
+ * first ops.enqueue: no later than the earliest of the deque's head and
+ * the running task's vtime at the start of its run (@vt: where it would
+ * go otherwise, its vtime after vtime_floor()). ops.enable started it at
+ * vtime_now, which follows the least crowded CPUs; a crowded CPU's tasks
+ * lag that by up to LAG_SLICES slices, and a thread forked there waited
+ * until every one of them had caught up with it (700 ms beside four hogs
+ * whose CPU lagged that of two). Not merely at the floor: every task
+ * queued on such a CPU went in at the floor of its own time, which turns
+ * the deque into arrival order, and a newcomer at the floor waited out a
+ * whole round of them (65 ms there). Level with the earliest task, which
+ * lags no more than the floor it was queued at, it runs after that task
+ * and competes with them as an equal from then on; it gains no share,
+ * being charged each run as they are. Where the CPU has neither, @vt
+ * stands.
+ */
+static __always_inline u64 fork_place(s32 cpu, struct rq *rq, u64 vt)
+{
+	struct task_struct *head, *curr;
+	u64 first = vt;
+
+	head = __COMPAT_scx_bpf_dsq_peek(cpu);
+	if (head && time_before(head->scx.dsq_vtime, first))
+		first = head->scx.dsq_vtime;
+	if ((curr = rq_cur_run(cpu, rq)) && time_before(curr->scx.dsq_vtime, first))
+		first = curr->scx.dsq_vtime;
+	if (first != vt)
+		STAT_INC(nr_fork_placed);
+	return first;
 }
 
 /*

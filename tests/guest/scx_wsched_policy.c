@@ -813,17 +813,20 @@ TEST_F_TIMEOUT(sched, short_period_thread_starts_promptly, 60)
  * which is CPU-bound (cpu_bound()), so it preempts it (wake_preempt();
  * wake_preemptions() must move): its median latency from the write must
  * be under 2 ms. Without the preemption it waited for the hog's slice to
- * be cut at a tick (median 7.1-7.4 ms in the lab; EEVDF 0.3-0.5 ms).
+ * be cut at a tick (median 7.1-7.4 ms in the lab; EEVDF 0.3-0.5 ms). A
+ * run that misses the bound while the host stopped the guest for a
+ * hundredth of it or more (the stall sentinel, on CPU 3) is made again,
+ * PERIODIC_TRIES times in all.
  */
-TEST_F_TIMEOUT(sched, task_woken_from_another_cpu_starts_promptly, 60)
+static void woken_from_cpu0(struct __test_metadata *_metadata, FIXTURE_DATA(sched) *self,
+			    double *lat, int *got)
 {
-	long long pre0 = wake_preemptions(), pre1, t0;
-	double lat[WT_PERIODIC_LOOPS], sum = 0;
 	cpu_set_t cpu0, cpu1;
 	int fd[2], i, st;
+	long long t0;
 	pid_t w;
 
-	ASSERT_LE(0, pre0) TH_LOG("no counters from the loader");
+	*got = 0;
 	ASSERT_EQ(0, pipe(fd));
 	CPU_ZERO(&cpu0);
 	CPU_SET(0, &cpu0);
@@ -849,8 +852,8 @@ TEST_F_TIMEOUT(sched, task_woken_from_another_cpu_starts_promptly, 60)
 		if (read(fd[0], &t0, sizeof(t0)) != sizeof(t0))
 			break;
 		lat[i] = (mono_ns() - t0) / 1e9;
-		sum += lat[i];
 	}
+	*got = i;
 	all_cpus(&cpu1, self->nr_cpus);
 	ASSERT_EQ(0, sched_setaffinity(0, sizeof(cpu1), &cpu1));
 	ASSERT_EQ(w, waitpid(w, &st, 0));
@@ -859,12 +862,39 @@ TEST_F_TIMEOUT(sched, task_woken_from_another_cpu_starts_promptly, 60)
 	wt_hogs_stop(&self->hogs);
 	ASSERT_EQ(WT_PERIODIC_LOOPS, i) TH_LOG("the writer stopped after %d writes", i);
 	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	pre1 = wake_preemptions();
-	qsort(lat, WT_PERIODIC_LOOPS, sizeof(double), wt_cmp_double);
-	TH_LOG("reader beside a hog woken from another CPU: latency median %.2f ms, p90 %.2f ms, "
-	       "mean %.2f ms, worst %.1f ms; %lld wakeup preemptions",
-	       lat[WT_PERIODIC_LOOPS / 2] * 1e3, lat[WT_PERIODIC_LOOPS * 9 / 10] * 1e3,
-	       sum / WT_PERIODIC_LOOPS * 1e3, lat[WT_PERIODIC_LOOPS - 1] * 1e3, pre1 - pre0);
+}
+
+TEST_F_TIMEOUT(sched, task_woken_from_another_cpu_starts_promptly, 60)
+{
+	long long pre0 = wake_preemptions(), pre1;
+	double lat[WT_PERIODIC_LOOPS], sum;
+	struct wt_stall_seen seen;
+	struct wt_stall stall;
+	int i, got, try;
+
+	ASSERT_LE(0, pre0) TH_LOG("no counters from the loader");
+	ASSERT_EQ(0, wt_stall_start(&stall, 3));
+	for (try = 0; try < PERIODIC_TRIES; try++) {
+		wt_stall_take(&stall);
+		woken_from_cpu0(_metadata, self, lat, &got);
+		seen = wt_stall_take(&stall);
+		if (got != WT_PERIODIC_LOOPS)
+			break;
+		pre1 = wake_preemptions();
+		qsort(lat, WT_PERIODIC_LOOPS, sizeof(double), wt_cmp_double);
+		for (i = 0, sum = 0; i < WT_PERIODIC_LOOPS; i++)
+			sum += lat[i];
+		TH_LOG("reader beside a hog woken from another CPU: latency median %.2f ms, p90 %.2f ms, "
+		       "mean %.2f ms, worst %.1f ms; %lld wakeup preemptions; the host stopped the "
+		       "guest for %.1f ms of %.0f ms",
+		       lat[WT_PERIODIC_LOOPS / 2] * 1e3, lat[WT_PERIODIC_LOOPS * 9 / 10] * 1e3,
+		       sum / WT_PERIODIC_LOOPS * 1e3, lat[WT_PERIODIC_LOOPS - 1] * 1e3, pre1 - pre0,
+		       seen.lost / 1e6, seen.window / 1e6);
+		if (lat[WT_PERIODIC_LOOPS / 2] < 0.002 || !wt_stall_stopped_1pct(&seen))
+			break;
+	}
+	wt_stall_stop(&stall);
+	ASSERT_EQ(WT_PERIODIC_LOOPS, got);
 	EXPECT_GT(0.002, lat[WT_PERIODIC_LOOPS / 2]);
 	EXPECT_LT(pre0, pre1);
 	EXPECT_EQ(0, sched_ok());
@@ -879,19 +909,18 @@ TEST_F_TIMEOUT(sched, task_woken_from_another_cpu_starts_promptly, 60)
  * over, that lag made the thread wait for the six to catch up with it,
  * every time they came (p99 65-68 ms, EEVDF's 13-18 ms, in the lab). The
  * 99th percentile of its lateness must stay under 30 ms, and
- * nr_migrate_placed must move.
+ * nr_migrate_placed must move. (No stall sentinel here: with CPUs 1 and 2
+ * busy, single-threaded TCG wakes an idle vCPU late, and a sentinel on CPU
+ * 0 saw half of a quiet run as lost.)
  */
-TEST_F_TIMEOUT(sched, moved_laggards_bring_no_lag, 60)
+static void laggards_moved(struct __test_metadata *_metadata, FIXTURE_DATA(sched) *self,
+			   struct wt_periodic_res *res, int *moves)
 {
-	struct wt_periodic_res *res = mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE,
-					MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	long long placed0 = counter("nr_migrate_placed"), placed1;
-	int i, st, moves = 0, crowd;
 	cpu_set_t cpu1, cpu2;
+	int i, st, crowd;
 	pid_t t, w = 0;
 
-	ASSERT_NE(MAP_FAILED, (void *)res);
-	ASSERT_LE(0, placed0) TH_LOG("no nr_migrate_placed from the loader");
+	*moves = 0;
 	CPU_ZERO(&cpu1);
 	CPU_SET(1, &cpu1);
 	CPU_ZERO(&cpu2);
@@ -910,12 +939,24 @@ TEST_F_TIMEOUT(sched, moved_laggards_bring_no_lag, 60)
 		wt_sleep(0.025);
 		for (i = crowd - 5; i <= crowd; i++)
 			ASSERT_EQ(0, sched_setaffinity(self->hogs.pid[i], sizeof(cpu2), &cpu2));
-		moves++;
+		(*moves)++;
 		w = waitpid(t, &st, WNOHANG);
 		ASSERT_LE(0, w);
 	}
 	wt_hogs_stop(&self->hogs);
 	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+TEST_F_TIMEOUT(sched, moved_laggards_bring_no_lag, 60)
+{
+	struct wt_periodic_res *res = mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE,
+					MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	long long placed0 = counter("nr_migrate_placed"), placed1;
+	int moves;
+
+	ASSERT_NE(MAP_FAILED, (void *)res);
+	ASSERT_LE(0, placed0) TH_LOG("no nr_migrate_placed from the loader");
+	laggards_moved(_metadata, self, res, &moves);
 	placed1 = wt_json_fresh(OUT_FILE, "nr_migrate_placed", 5);
 	TH_LOG("5 ms periodic thread, six hogs moved onto its CPU %d times: lateness median "
 	       "%.2f ms, p90 %.2f ms, p99 %.2f ms, mean %.2f ms, worst %.1f ms; "
@@ -924,6 +965,85 @@ TEST_F_TIMEOUT(sched, moved_laggards_bring_no_lag, 60)
 	EXPECT_GT(0.030, res->p99);
 	EXPECT_LT(placed0, placed1);
 	munmap(res, sizeof(*res));
+	EXPECT_EQ(0, sched_ok());
+}
+
+/*
+ * A new task competes with the tasks of its CPU from its first run: two
+ * hogs on CPU 1, four on CPU 2 (all pinned), and, once they have run
+ * 1.5 s, FORK_TRIALS children forked 50 ms apart by a parent pinned to
+ * CPU 2, each noting when it first runs. CPU 1's hogs set the pace of
+ * vtime_now (each runs half the time, CPU 2's a quarter), which CPU 2's
+ * hogs then lag by LAG_SLICES slices, the floor (a lone hog would not do:
+ * it runs on without stopping, and only a stop moves vtime_now); a child
+ * started at vtime_now waited until each of them had caught up (median
+ * 700 ms in the lab), and one placed at the floor for a round of all four
+ * (65 ms: each went in at the floor of its own time). Placed level with
+ * CPU 2's earliest task, it waits for about one run of a hog (16.6 ms):
+ * its median from fork() to its first run must be under 45 ms, and
+ * nr_fork_placed must move.
+ */
+#define FORK_TRIALS	20
+
+/* The children's fork-to-first-run times (s), sorted, into @lat; how many. */
+static int forks_beside_lagging_hogs(FIXTURE_DATA(sched) *self, long long *first, double *lat)
+{
+	cpu_set_t cpu1, cpu2, all;
+	int i, st, ok = 0;
+	long long t0;
+	pid_t c;
+
+	CPU_ZERO(&cpu1);
+	CPU_SET(1, &cpu1);
+	CPU_ZERO(&cpu2);
+	CPU_SET(2, &cpu2);
+	for (i = 0; i < 6; i++)
+		if (wt_hog_start(&self->hogs, 0, i < 2 ? &cpu1 : &cpu2) < 0)
+			return 0;
+	wt_sleep(1.5);
+	if (sched_setaffinity(0, sizeof(cpu2), &cpu2))
+		return 0;
+	for (i = 0; i < FORK_TRIALS; i++) {
+		t0 = mono_ns();
+		c = fork();
+		if (!c) {
+			first[i] = mono_ns();
+			_exit(0);
+		}
+		if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st))
+			break;
+		lat[i] = (first[i] - t0) / 1e9;
+		ok++;
+		wt_sleep(0.05);
+	}
+	all_cpus(&all, self->nr_cpus);
+	sched_setaffinity(0, sizeof(all), &all);
+	wt_hogs_stop(&self->hogs);
+	qsort(lat, ok, sizeof(double), wt_cmp_double);
+	return ok;
+}
+
+TEST_F_TIMEOUT(sched, forked_task_starts_beside_lagging_hogs, 60)
+{
+	long long *first = mmap(NULL, FORK_TRIALS * sizeof(long long), PROT_READ | PROT_WRITE,
+				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	long long placed0 = counter("nr_fork_placed"), placed1;
+	double lat[FORK_TRIALS], sum = 0;
+	int i;
+
+	ASSERT_NE(MAP_FAILED, (void *)first);
+	ASSERT_LE(0, placed0) TH_LOG("no nr_fork_placed from the loader");
+	ASSERT_EQ(FORK_TRIALS, forks_beside_lagging_hogs(self, first, lat));
+	placed1 = wt_json_fresh(OUT_FILE, "nr_fork_placed", 5);
+	for (i = 0; i < FORK_TRIALS; i++)
+		sum += lat[i];
+	TH_LOG("children forked beside 4 hogs lagging the CPU of 2: fork to first run median "
+	       "%.2f ms, p90 %.2f ms, mean %.2f ms, worst %.1f ms; %lld new tasks placed",
+	       lat[FORK_TRIALS / 2] * 1e3, lat[FORK_TRIALS * 9 / 10] * 1e3,
+	       sum / FORK_TRIALS * 1e3, lat[FORK_TRIALS - 1] * 1e3, placed1 - placed0);
+	EXPECT_GT(0.045, lat[FORK_TRIALS / 2]);
+	EXPECT_LT(placed0, placed1);
+	munmap(first, FORK_TRIALS * sizeof(long long));
 	EXPECT_EQ(0, sched_ok());
 }
 

@@ -569,6 +569,29 @@ TEST(moved_task_keeps_no_lag_against_its_new_cpu)
 	EXPECT_EQ(vtime_now + 7 * SLICE, p.scx.dsq_vtime);
 }
 
+/* A new task goes level with the earliest task of the CPU it first joins
+ * where that is earlier than where it would go (the floor included), and
+ * never later. */
+TEST(new_task_goes_level_with_the_cpus_earliest_task)
+{
+	struct task_struct head, hog;
+	struct rq rq = { 0 };
+	u64 placed0 = stats()->nr_fork_placed, floor;
+
+	machine_reset();
+	floor = vtime_now - LAG_SLICES * SLICE;
+	cpu_with(4, &head, floor - 3 * SLICE, &hog, floor - 4 * SLICE, &rq);
+	EXPECT_EQ(hog.scx.dsq_vtime, fork_place(4, &rq, vtime_floor(vtime_now)));
+	EXPECT_EQ(head.scx.dsq_vtime, fork_place(4, NULL, vtime_now));	/* no rq: the head only */
+	EXPECT_EQ(placed0 + 2, stats()->nr_fork_placed);
+	shim_dsq_head[4] = NULL;		/* an empty CPU: where it was */
+	EXPECT_EQ(vtime_now, fork_place(4, NULL, vtime_now));
+	/* CPU tasks ahead of it: never later */
+	cpu_with(5, &head, vtime_now + 3 * SLICE, &hog, vtime_now + 2 * SLICE, &rq);
+	EXPECT_EQ(vtime_now, fork_place(5, &rq, vtime_now));
+	EXPECT_EQ(placed0 + 2, stats()->nr_fork_placed);
+}
+
 /* ------------------------------------------------------------ the rate bound */
 
 /* WAKE_KICK_BURST switches conform at once; the next waits one period. */
