@@ -132,7 +132,8 @@ $(EXEC_TARGETS):
 # then repeat from run to run. test-parallel's guest has 2 vCPUs under
 # multi-threaded TCG, one host thread each, so that they run at once.
 $(GUEST_TARGETS):
-	$(Q)$(LABSH) setup --no-update --quiet $(if $(KERNEL),--kernel $(KERNEL))
+	$(Q)$(LABSH) setup --no-update --quiet $(if $(filter bench-coop,$@),--bench) \
+		$(if $(KERNEL),--kernel $(KERNEL))
 	$(Q)$(LABSH) exec -- $(MAKE) LAB=0 check-build
 	$(Q)$(if $(filter bench-sched,$@),WSCHED_LAB_TCG=$${WSCHED_LAB_TCG:-icount}) \
 		$(if $(filter test-parallel,$@),WSCHED_LAB_TCG=multi) \

@@ -208,10 +208,11 @@ endif
 # the machine's CPU count if larger), JSON lines into build/bench/, then a
 # table. WSBENCH_REPEAT and WSBENCH_WORKERS override the defaults.
 .PHONY: wsbench-all ws-bench-coop
-# `make bench-coop` (in the lab guest): wsbench lock, and pairs of
-# work-stealing programs (multiprog), under EEVDF and scx_wsched with hints
-# off and on (userspace/bench/bench-coop; BENCH_COOP_PARTS=lock or
-# multiprog runs one part).
+# `make bench-coop` (in the lab guest): wsbench lock, pairs of
+# work-stealing programs (multiprog), unmodified programs of ours (unmod)
+# and Debian's multi-threaded programs (real, userspace/bench/real-progs.sh),
+# under EEVDF and scx_wsched (userspace/bench/bench-coop; BENCH_COOP_PARTS
+# picks parts).
 bench-coop: ws-bench-coop
 ws-bench-coop: $(WSBENCH) $(BUILD)/bin/scx_wsched $(WS_UNMOD) $(WS_PRELOAD_SO) $(WSCHED_RUN)
 	$(Q)$(WS_BENCH_DIR)/bench-coop
