@@ -515,6 +515,45 @@ TEST(task_woken_after_waiting_for_time_keeps_no_credit)
 	EXPECT_EQ(vtime_now - SLICE, p.scx.dsq_vtime);
 }
 
+/* Such a wakee goes just before its CPU's running task, but not when that
+ * task is its waker: woken by the task running on its own CPU, it is
+ * placed by the deque's head alone. */
+TEST(task_woken_on_its_wakers_cpu_not_placed_by_the_waker)
+{
+	struct task_struct p, head, waker;
+	struct rq rq = { 0 };
+
+	machine_reset();
+	cpu_with(2, &head, vtime_now + SLICE, &waker, vtime_now - SLICE / 2, &rq);
+	rq.clock_task = 10 * SLICE;
+	p = task(10, vtime_now - SLICE / 4);
+	p.se.exec_start = rq.clock_task - TIMED_SLEEP_NS;
+	/* Woken from another CPU: just before the running task, which here
+	 * keeps the wakee where it was. */
+	shim_this_cpu = 1;
+	wake_credit(&p, 2, &rq, false);
+	EXPECT_EQ(vtime_now - SLICE / 4, p.scx.dsq_vtime);
+	p.scx.dsq_vtime = vtime_now - 2 * SLICE;
+	wake_credit(&p, 2, &rq, false);
+	EXPECT_EQ(waker.scx.dsq_vtime - 1, p.scx.dsq_vtime);
+	/* By the running task itself: no credit against vtime_now. */
+	shim_this_cpu = 2;
+	p.scx.dsq_vtime = vtime_now - SLICE / 4;
+	wake_credit(&p, 2, &rq, false);
+	EXPECT_EQ(vtime_now, p.scx.dsq_vtime);
+	/* ... nor later than just before the head. */
+	head.scx.dsq_vtime = vtime_now - SLICE / 8;
+	p.scx.dsq_vtime = vtime_now - SLICE / 4;
+	wake_credit(&p, 2, &rq, false);
+	EXPECT_EQ(head.scx.dsq_vtime - 1, p.scx.dsq_vtime);
+	/* An interrupt on that CPU: the running task is not a waker. */
+	waker.scx.dsq_vtime = vtime_now - 3 * SLICE;
+	p.scx.dsq_vtime = vtime_now - 5 * SLICE;
+	wake_credit(&p, 2, &rq, true);
+	EXPECT_EQ(waker.scx.dsq_vtime - 1, p.scx.dsq_vtime);
+	shim_this_cpu = 0;
+}
+
 /* Over random placements: a wakee is never moved earlier than its own
  * vtime, and never later than vtime_now unless it was there already. */
 TEST(wake_credit_only_moves_a_wakee_later_and_never_past_vtime_now)
