@@ -1377,8 +1377,8 @@ TEST_F_TIMEOUT(sched, burst_of_recent_sleepers_not_ahead, 60)
  * light waker lags the periodic thread: placed just before their CPU's
  * earliest task, the waker, each sleeper kept its 8 ms of credit against
  * the thread, and the thread waited for all of them (BURST_MAX x 8 ms,
- * 234-276 ms, seen in make check when the parent happened to be woken on
- * CPU 2). A task's wakees are placed by the tasks their CPU runs and
+ * as in burst_of_recent_sleepers_not_ahead whenever its parent is woken
+ * on CPU 2). A task's wakees are placed by the tasks their CPU runs and
  * queues, not by their waker.
  */
 TEST_F_TIMEOUT(sched, burst_released_on_its_cpu_not_ahead, 60)
